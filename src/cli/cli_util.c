@@ -1,0 +1,160 @@
+/*
+ * cli_util.c: error reporting, strict number parsing and file I/O for the
+ * allocprof subcommands (see cli_util.h).
+ */
+#define _GNU_SOURCE
+#include "cli_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *progname = "allocprof";
+
+void ap_cli_set_progname(const char *name)
+{
+	progname = name;
+}
+
+void ap_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	if (strcmp(progname, "allocprof"))
+		fprintf(stderr, "allocprof %s: ", progname);
+	else
+		fputs("allocprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int ap_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int ap_parse_double(const char *s, double *out)
+{
+	char *end;
+	if (!s || !*s || *s == ' ')
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int ap_parse_level(const char *s, double *out)
+{
+	double v;
+	if (ap_parse_double(s, &v) || !(v > 0.0 && v < 1.0))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int ap_read_file(const char *path, unsigned char **out, size_t *len)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+	if (fd < 0)
+		return -1;
+	size_t cap = 1 << 16, n = 0;
+	unsigned char *buf = malloc(cap + 1);
+	if (!buf)
+		goto fail;
+	for (;;) {
+		if (n == cap) {
+			unsigned char *nb = cap > SIZE_MAX / 4 ? NULL
+							       : realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (fd)
+		close(fd);
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
+fail:;
+	int e = errno;
+	free(buf);
+	if (fd > 0)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
+int ap_write_file_atomic(const char *path, const void *buf, size_t len,
+			 unsigned mode)
+{
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 32);
+	if (!tmp)
+		return -1;
+	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		goto fail_free;
+	const unsigned char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail_close;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) || close(fd)) {
+		fd = -1;
+		goto fail_unlink;
+	}
+	if (rename(tmp, path))
+		goto fail_unlink;
+	free(tmp);
+	return 0;
+fail_close:;
+	int e = errno;
+	close(fd);
+	errno = e;
+fail_unlink:
+	e = errno;
+	unlink(tmp);
+	errno = e;
+fail_free:
+	e = errno;
+	free(tmp);
+	errno = e;
+	return -1;
+}

@@ -1,0 +1,78 @@
+/*
+ * aptest.h: the project's minimal test harness. A test file defines tests with
+ * AP_TEST(name) { ... } and links tests/support/aptest.c, which provides main:
+ * it runs every test (or those named on the command line), prints one line per
+ * test and closes with "N passed, N failed".
+ *
+ * Checks never evaluate their arguments more than once and never hide side
+ * effects: a failed check records the failure, prints file:line and the
+ * expression, and returns from the test.
+ */
+#ifndef ALLOCPROF_APTEST_H
+#define ALLOCPROF_APTEST_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef void (*ap_test_fn)(void);
+void ap_test_register(const char *name, ap_test_fn fn);
+void ap_test_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Directory of shared/testdata (from AP_TESTDATA_DIR or the build default). */
+const char *ap_test_datadir(void);
+/* Directory holding build outputs (allocprof, liballocprof_preload.so). */
+const char *ap_test_bindir(void);
+extern int ap_test_failed_flag;
+
+#define AP_TEST(name)                                                        \
+	static void name(void);                                              \
+	__attribute__((constructor)) static void ap_reg_##name(void)         \
+	{                                                                    \
+		ap_test_register(#name, name);                               \
+	}                                                                    \
+	static void name(void)
+
+#define AP_CHECK(cond)                                                       \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			ap_test_fail(__FILE__, __LINE__, "%s", #cond);       \
+			return;                                              \
+		}                                                            \
+	} while (0)
+
+#define AP_CHECK_MSG(cond, ...)                                              \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			ap_test_fail(__FILE__, __LINE__, __VA_ARGS__);       \
+			return;                                              \
+		}                                                            \
+	} while (0)
+
+#define AP_CHECK_EQ_U64(a, b)                                                \
+	do {                                                                 \
+		uint64_t ap_a_ = (uint64_t)(a), ap_b_ = (uint64_t)(b);       \
+		AP_CHECK_MSG(ap_a_ == ap_b_, "%s == %s: %llu != %llu", #a,   \
+			     #b, (unsigned long long)ap_a_,                  \
+			     (unsigned long long)ap_b_);                     \
+	} while (0)
+
+#define AP_CHECK_EQ_INT(a, b)                                                \
+	do {                                                                 \
+		long long ap_a_ = (long long)(a), ap_b_ = (long long)(b);    \
+		AP_CHECK_MSG(ap_a_ == ap_b_, "%s == %s: %lld != %lld", #a,   \
+			     #b, ap_a_, ap_b_);                              \
+	} while (0)
+
+/* |a - b| <= abs_tol or <= rel_tol * |b|. */
+#define AP_CHECK_NEAR(a, b, rel_tol, abs_tol)                                \
+	do {                                                                 \
+		double ap_a_ = (double)(a), ap_b_ = (double)(b);             \
+		double ap_d_ = fabs(ap_a_ - ap_b_);                          \
+		AP_CHECK_MSG(ap_d_ <= (abs_tol) ||                           \
+				     ap_d_ <= (rel_tol) * fabs(ap_b_),       \
+			     "%s ~ %s: %.17g vs %.17g (diff %.3g)", #a, #b,  \
+			     ap_a_, ap_b_, ap_d_);                           \
+	} while (0)
+
+#endif
