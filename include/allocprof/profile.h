@@ -1,0 +1,199 @@
+/*
+ * allocprof/profile.h: the in-memory heap profile.
+ *
+ * The model is pprof's Profile message (google/pprof proto/profile.proto)
+ * held in plain arrays, so any pprof profile (Go's heap profiles included)
+ * can be decoded into it and re-encoded without loss, and so the heap_v2
+ * text format, folded stacks and reports can be produced from one place.
+ * String fields are indices into strings[] (entry 0 is always "").
+ *
+ * Ownership: a profile owns all its memory, which comes from the allocator
+ * given at creation (NULL = libc). The arrays below are read-only to users;
+ * add to a profile only through the ap_profile_add_* builders, which keep ids
+ * unique and references valid. Not thread-safe: one thread builds, then any
+ * number may read.
+ *
+ * allocprof heap profiles: the first four sample types are Go's
+ * (alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+ * inuse_space/bytes), period_type space/bytes, period = the mean sampling
+ * interval R. Values are already unbiased (Horvitz-Thompson), rounded to
+ * integers. The AP_ST_* types after them are additive and carry what
+ * confidence intervals and merging need; tools that do not know them ignore
+ * them. Each sample is one (stack, requested size) pair: numeric label
+ * "bytes" = the size (Go's convention). A sample drawn at a rate other than
+ * the profile's period carries numeric label "rate" (bytes).
+ */
+#ifndef ALLOCPROF_PROFILE_H
+#define ALLOCPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocprof/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sample type names of allocprof heap profiles (units in comments). */
+#define AP_ST_ALLOC_OBJECTS "alloc_objects"         /* count */
+#define AP_ST_ALLOC_SPACE "alloc_space"             /* bytes */
+#define AP_ST_INUSE_OBJECTS "inuse_objects"         /* count */
+#define AP_ST_INUSE_SPACE "inuse_space"             /* bytes */
+#define AP_ST_ALLOC_SAMPLES "alloc_samples"         /* count: sampled allocations s */
+#define AP_ST_ALLOC_U "alloc_u"                     /* bytes: sum of size - offset */
+#define AP_ST_ALLOC_SPACE_VAR "alloc_space_var"     /* bytes^2: HT variance estimate */
+#define AP_ST_ALLOC_OBJECTS_VAR "alloc_objects_var" /* count^2 */
+#define AP_ST_INUSE_SAMPLES "inuse_samples"         /* count */
+#define AP_ST_INUSE_U "inuse_u"                     /* bytes */
+#define AP_ST_INUSE_SPACE_VAR "inuse_space_var"     /* bytes^2 */
+#define AP_ST_INUSE_OBJECTS_VAR "inuse_objects_var" /* count^2 */
+#define AP_ST_ALLOC_USABLE "alloc_usable_space"     /* bytes: HT of usable size */
+#define AP_ST_INUSE_USABLE "inuse_usable_space"     /* bytes */
+
+/* Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64. */
+#define AP_COMMENT_HIST_PREFIX "allocprof.hist."
+
+typedef struct ap_value_type {
+	int64_t type; /* string index */
+	int64_t unit; /* string index */
+} ap_value_type;
+
+typedef struct ap_label {
+	int64_t key;      /* string index */
+	int64_t str;      /* string index, 0 when numeric */
+	int64_t num;
+	int64_t num_unit; /* string index, 0 when none */
+} ap_label;
+
+typedef struct ap_sample {
+	uint64_t *location_ids; /* leaf first */
+	size_t nlocations;
+	int64_t *values; /* one per sample type */
+	ap_label *labels;
+	size_t nlabels;
+} ap_sample;
+
+typedef struct ap_mapping {
+	uint64_t id; /* nonzero */
+	uint64_t memory_start, memory_limit, file_offset;
+	int64_t filename, build_id; /* string indices */
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+} ap_mapping;
+
+typedef struct ap_line {
+	uint64_t function_id;
+	int64_t line;
+	int64_t column;
+} ap_line;
+
+typedef struct ap_location {
+	uint64_t id; /* nonzero */
+	uint64_t mapping_id; /* 0 = none */
+	uint64_t address;
+	ap_line *lines; /* innermost first; last is the outermost caller */
+	size_t nlines;
+	bool is_folded;
+} ap_location;
+
+typedef struct ap_function {
+	uint64_t id; /* nonzero */
+	int64_t name, system_name, filename; /* string indices */
+	int64_t start_line;
+} ap_function;
+
+struct ap_profile_priv;
+
+typedef struct ap_profile {
+	ap_value_type *sample_types;
+	size_t nsample_types;
+	ap_sample *samples;
+	size_t nsamples;
+	ap_mapping *mappings;
+	size_t nmappings;
+	ap_location *locations;
+	size_t nlocations;
+	ap_function *functions;
+	size_t nfunctions;
+	char **strings; /* NUL-terminated; strings[0] = "" */
+	size_t nstrings;
+	int64_t drop_frames, keep_frames; /* string indices */
+	int64_t time_nanos, duration_nanos;
+	ap_value_type period_type;
+	int64_t period;
+	int64_t *comments; /* string indices */
+	size_t ncomments;
+	int64_t default_sample_type; /* string index; 0 = the last type */
+	int64_t doc_url;             /* string index */
+	struct ap_profile_priv *priv;
+} ap_profile;
+
+/* Create an empty profile (strings = {""}). 0, AP_EINVAL or AP_ENOMEM. */
+AP_API int ap_profile_create(const ap_allocator *alloc, ap_profile **out);
+/* Free a profile and everything it owns. NULL is allowed. */
+AP_API void ap_profile_destroy(ap_profile *p);
+
+/* Index of s in the string table, adding it once. >= 0, or AP_ENOMEM/AP_EINVAL. */
+AP_API int64_t ap_profile_intern(ap_profile *p, const char *s);
+/* Same for a byte string of length n (no NUL needed; embedded NUL rejected). */
+AP_API int64_t ap_profile_intern_n(ap_profile *p, const char *s, size_t n);
+/* strings[i], or "" when i is out of range. Never NULL. */
+AP_API const char *ap_profile_string(const ap_profile *p, int64_t i);
+
+/* Append a sample type; returns its index (>= 0) or a negative error. */
+AP_API int ap_profile_add_sample_type(ap_profile *p, const char *type,
+				      const char *unit);
+/* Index of the sample type named type, or AP_ENOTFOUND. */
+AP_API int ap_profile_find_sample_type(const ap_profile *p, const char *type);
+
+/* Add a copy of *m; m->id 0 = assign the next id. *id_out gets the id. */
+AP_API int ap_profile_add_mapping(ap_profile *p, const ap_mapping *m,
+				  uint64_t *id_out);
+/* Add a copy of *f; f->id 0 = assign. */
+AP_API int ap_profile_add_function(ap_profile *p, const ap_function *f,
+				   uint64_t *id_out);
+/* Add a location (lines copied); loc->id 0 = assign. */
+AP_API int ap_profile_add_location(ap_profile *p, const ap_location *loc,
+				   uint64_t *id_out);
+/*
+ * Add a sample: nlocs location ids (leaf first), exactly nsample_types values,
+ * nlabels labels; all copied. AP_EINVAL if an id is unknown.
+ */
+AP_API int ap_profile_add_sample(ap_profile *p, const uint64_t *locs,
+				 size_t nlocs, const int64_t *values,
+				 const ap_label *labels, size_t nlabels);
+/* Append a comment string. */
+AP_API int ap_profile_add_comment(ap_profile *p, const char *comment);
+
+/* Lookups by id, O(1) expected; NULL when absent. */
+AP_API const ap_mapping *ap_profile_mapping(const ap_profile *p, uint64_t id);
+AP_API const ap_location *ap_profile_location(const ap_profile *p, uint64_t id);
+AP_API const ap_function *ap_profile_function(const ap_profile *p, uint64_t id);
+
+/*
+ * Check every cross reference (string indices, ids, value counts). 0 or
+ * AP_ECORRUPT; when err is non-NULL a one-line reason is written to it.
+ */
+AP_API int ap_profile_validate(const ap_profile *p, char *err, size_t errlen);
+
+/*
+ * pprof encoding (protobuf, optionally gzip'd). *out is allocated with the
+ * profile's allocator when alloc is NULL; the caller frees it with the same.
+ */
+AP_API int ap_pprof_encode(const ap_profile *p, bool gzip,
+			   const ap_allocator *alloc, unsigned char **out,
+			   size_t *len);
+/*
+ * Decode a pprof profile from (buf, len); gzip input is recognised by its
+ * magic bytes. 0, or AP_ECORRUPT / AP_ENOMEM / AP_ERANGE with a one-line
+ * reason in err (when non-NULL). The result is validated.
+ */
+AP_API int ap_pprof_decode(const unsigned char *buf, size_t len,
+			   const ap_allocator *alloc, ap_profile **out,
+			   char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ALLOCPROF_PROFILE_H */
