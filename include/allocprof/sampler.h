@@ -226,11 +226,19 @@ enum {
 };
 
 /*
- * Start using region [lo, hi) (lo <= hi), e.g. after a refill or at start;
- * the rest of the previous region is dropped uncharged. Also call it after
- * changing the sampler (set_rate, skip) to recompute combined_limit.
+ * Start with region [lo, hi) (hi < lo is taken as empty). Use once, before
+ * any other ap_bump call on b: it does not read b's previous contents.
  */
-AP_API void ap_bump_reset(ap_bump *b, const ap_sampler *s, uintptr_t lo, uintptr_t hi);
+AP_API void ap_bump_init(ap_bump *b, const ap_sampler *s, uintptr_t lo, uintptr_t hi);
+
+/*
+ * Switch to region [lo, hi), e.g. after a refill: first charges the bytes
+ * bumped since the last sync, then drops the rest of the old region
+ * uncharged. With lo = b->ptr, hi = b->limit it only recomputes
+ * combined_limit, which is needed after changing s directly (set_rate, skip,
+ * redraw: call ap_bump_sync before those).
+ */
+AP_API void ap_bump_reset(ap_bump *b, ap_sampler *s, uintptr_t lo, uintptr_t hi);
 
 /* Charge the bytes bumped since the last sync to s (then s is current). */
 AP_API void ap_bump_sync(ap_bump *b, ap_sampler *s);
