@@ -158,7 +158,9 @@ AP_API int ap_nb_interval_groups(const ap_nb_group *groups, size_t n,
  * ends, the conservative choice for a profile window) when samples <
  * AP_NB_MAX_SAMPLES, else the HT normal interval. estimate is always the HT
  * estimate ht_bytes; an NB interval is widened, if needed, to contain it.
- * *used_nb (may be NULL) tells which was used. Errors as for the two.
+ * rate 0 means "no single rate" (a merge of profiles drawn at different
+ * rates): the HT interval is used whatever the sample count. *used_nb (may
+ * be NULL) tells which was used. Errors as for the two.
  */
 AP_API int ap_bytes_interval(uint64_t samples, double u, double rate,
 			     double ht_bytes, double ht_var, double level,
@@ -191,9 +193,13 @@ AP_API double ap_count_estimate(uint64_t count, double rate);
 /*
  * Values to write in a jemalloc heap_v2 line so that jeprof, which scales
  * each line by 1 / (1 - exp(-avg/R)) with avg = bytes/objects, prints the
- * already unbiased (objects, bytes) (docs/STATISTICS.md section 3). Rounded
- * to nearest; *objects_out >= 1 whenever bytes > 0. bytes = 0 gives (0, 0)
- * (objects must then be 0 too). AP_EINVAL for negative/NaN input, objects 0
+ * already unbiased (objects, bytes) (docs/STATISTICS.md section 3).
+ * Integers are chosen so the bytes jeprof prints are within 1 of bytes and
+ * its object count within rounding of objects; *objects_out >= 1 whenever
+ * bytes > 0. jeprof cannot print fewer than R bytes for a line with a
+ * nonzero count, so bytes < R print as about R. bytes = 0 gives (0, 0):
+ * jeprof would divide by zero scaling a zero-byte line, so zero-size
+ * objects are dropped. AP_EINVAL for negative/NaN/infinite input, objects 0
  * with bytes > 0, rate < 1; AP_ERANGE if a result exceeds UINT64_MAX.
  */
 AP_API int ap_jeprof_transform(double objects, double bytes, double rate,

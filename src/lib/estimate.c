@@ -1,0 +1,442 @@
+/*
+ * estimate.c: the estimators of docs/STATISTICS.md. Horvitz-Thompson sums
+ * and normal intervals (seeds 000 and 001), the negative-binomial estimate
+ * and its exact interval with the compensation for windows that do not
+ * start or end at a sample event (seed 003), the Camp-Paulson approximation
+ * of the NB CDF (Barko 1966, as validated in seed 003), exact Poisson
+ * intervals for small object counts, heapprofd's count estimator (seed 002)
+ * and the transform that makes jeprof print unbiased values (seed 000).
+ *
+ * Everything is a pure function of its arguments. Invalid input never
+ * aborts: values come back NaN, int results AP_EINVAL with outputs NaN.
+ */
+#include "allocprof/estimate.h"
+
+#include <math.h>
+
+#include "specfun.h"
+
+/* 2^53: beyond it doubles no longer count failures exactly. */
+#define MAX_EXACT_COUNT 9007199254740992.0
+
+static bool valid_rate(double rate)
+{
+	return rate >= 1 && isfinite(rate);
+}
+
+static bool valid_level(double level)
+{
+	return level > 0 && level < 1;
+}
+
+static bool valid_amount(double v)
+{
+	return v >= 0 && isfinite(v);
+}
+
+static void set_nan(ap_interval *out)
+{
+	if (out)
+		out->estimate = out->lo = out->hi = NAN;
+}
+
+/* ---- sampling probability -------------------------------------------- */
+
+/*
+ * pi(Z) = 1 - q^Z with q = 1 - 1/R, computed as -expm1(Z log1p(-1/R)) so
+ * that small Z/R keeps full relative precision (seed 000's exact form).
+ */
+double ap_prob_sampled(uint64_t size, double rate)
+{
+	if (!valid_rate(rate))
+		return NAN;
+	if (size == 0)
+		return 0.0;
+	if (rate == 1)
+		return 1.0;
+	return -expm1((double)size * log1p(-1.0 / rate));
+}
+
+double ap_prob_sampled_exp(uint64_t size, double rate)
+{
+	if (!valid_rate(rate))
+		return NAN;
+	return -expm1(-(double)size / rate);
+}
+
+/* Z^2 (1 - pi) / pi = Z^2 q^Z / (1 - q^Z), the per-allocation HT variance. */
+double ap_ht_var_exact(uint64_t size, double rate)
+{
+	if (!valid_rate(rate))
+		return NAN;
+	if (size == 0 || rate == 1)
+		return 0.0;
+	double lq = (double)size * log1p(-1.0 / rate);
+	double z = (double)size;
+	return z * z * exp(lq) / -expm1(lq);
+}
+
+/* ---- Horvitz-Thompson ------------------------------------------------- */
+
+void ap_ht_add(ap_ht *acc, double size, double prob)
+{
+	if (!acc || !valid_amount(size) || !(prob > 0) || !(prob <= 1))
+		return;
+	double w = 1.0 / prob;
+	/* (1 - pi) / pi^2: the unbiased variance weight for Poisson sampling. */
+	double vw = (1.0 - prob) * w * w;
+	acc->bytes += size * w;
+	acc->objects += w;
+	acc->var_bytes += size * size * vw;
+	acc->var_objects += vw;
+	acc->samples++;
+}
+
+void ap_ht_merge(ap_ht *into, const ap_ht *from)
+{
+	if (!into || !from)
+		return;
+	into->bytes += from->bytes;
+	into->objects += from->objects;
+	into->var_bytes += from->var_bytes;
+	into->var_objects += from->var_objects;
+	into->samples += from->samples;
+}
+
+int ap_ht_interval(double estimate, double variance, double level,
+		   ap_interval *out)
+{
+	if (!out || !valid_amount(estimate) || !valid_amount(variance) ||
+	    !valid_level(level)) {
+		set_nan(out);
+		return AP_EINVAL;
+	}
+	double half = ap_normal_quantile(0.5 + 0.5 * level) * sqrt(variance);
+	out->estimate = estimate;
+	out->lo = fmax(0.0, estimate - half);
+	out->hi = estimate + half;
+	return 0;
+}
+
+/* ---- negative binomial ------------------------------------------------ */
+
+static bool valid_nb(double s, double p)
+{
+	return s > 0 && isfinite(s) && p > 0 && p <= 1;
+}
+
+/* P(F <= f) = P(at least s successes in f + s trials) = I_p(s, f + 1). */
+double ap_negbin_cdf(double failures, double s, double p)
+{
+	if (!valid_nb(s, p) || isnan(failures))
+		return NAN;
+	if (failures < 0)
+		return 0.0;
+	if (isinf(failures))
+		return 1.0;
+	return ap_betainc(s, floor(failures) + 1.0, p);
+}
+
+/*
+ * Camp-Paulson: the cube root of a ratio of binomial tail terms is close to
+ * normal. With X ~ Binomial(n, p), n = f + s, k = s - 1: a = 1/(9(n-k)),
+ * b = 1/(9(k+1)), r = (k+1)(1-p)/((n-k)p), c = (1-b) r^(1/3), mu = 1-a,
+ * sigma = sqrt(b r^(2/3) + a), P(X <= k) ~ Phi((c - mu)/sigma); the NB CDF
+ * is P(X >= s) = Phi((mu - c)/sigma).
+ */
+double ap_negbin_cdf_camp_paulson(double failures, double s, double p)
+{
+	if (!valid_nb(s, p) || isnan(failures))
+		return NAN;
+	if (failures < 0)
+		return 0.0;
+	if (isinf(failures) || p == 1)
+		return 1.0;
+	double f = floor(failures);
+	double a = 1.0 / (9.0 * (f + 1.0));
+	double b = 1.0 / (9.0 * s);
+	double r = s * (1.0 - p) / ((f + 1.0) * p);
+	double r3 = cbrt(r);
+	double c = (1.0 - b) * r3;
+	double sigma = sqrt(b * r3 * r3 + a);
+	return ap_normal_cdf(((1.0 - a) - c) / sigma);
+}
+
+int ap_negbin_quantile(double q, double s, double p, double *failures)
+{
+	if (failures)
+		*failures = NAN;
+	if (!failures || !valid_nb(s, p) || !(q >= 0) || !(q < 1))
+		return AP_EINVAL;
+	double c0 = ap_negbin_cdf(0, s, p);
+	if (isnan(c0))
+		return AP_ERANGE;
+	if (c0 >= q) {
+		*failures = 0;
+		return 0;
+	}
+	/* Bracket: cdf(lo) < q <= cdf(hi); start past mean + 10 sd. */
+	double mean = s * (1.0 - p) / p;
+	double sd = sqrt(s * (1.0 - p)) / p;
+	double lo = 0, hi = fmax(1.0, ceil(mean + 10.0 * sd));
+	for (;;) {
+		if (hi > MAX_EXACT_COUNT)
+			return AP_ERANGE;
+		double c = ap_negbin_cdf(hi, s, p);
+		if (isnan(c))
+			return AP_ERANGE;
+		if (c >= q)
+			break;
+		lo = hi;
+		hi *= 2;
+	}
+	while (hi - lo > 1) {
+		double mid = lo + floor((hi - lo) / 2);
+		double c = ap_negbin_cdf(mid, s, p);
+		if (isnan(c))
+			return AP_ERANGE;
+		if (c >= q)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*failures = hi;
+	return 0;
+}
+
+/* The level-quantile of NegBin(s, p) failures, 0 for s = 0 (no events). */
+static int nb_bound(double s, double p, double q, double *f)
+{
+	if (s == 0 || p == 1) {
+		*f = 0;
+		return 0;
+	}
+	return ap_negbin_quantile(q, s, p, f);
+}
+
+/*
+ * Shared by the one-rate and per-rate-group intervals: failures of every
+ * group summed, matched to one NB by mean and variance. Group g has mean
+ * s_g (R_g - 1) and variance s_g (R_g - 1) R_g failures (q/p = R - 1,
+ * q/p^2 = (R - 1) R); the matched NB has p* = mean/var and
+ * s* = mean p* / (1 - p*). With one rate this is that rate's NB exactly.
+ */
+static int groups_bound(const ap_nb_group *g, size_t n, int adjust, double q,
+			double *f)
+{
+	double mean = 0, var = 0, s_total = 0, rate0 = 0;
+	bool one_rate = true;
+	for (size_t i = 0; i < n; i++) {
+		double s = (double)g[i].samples;
+		if (adjust < 0 && s > 0)
+			s -= 1;
+		else if (adjust > 0)
+			s += 1;
+		if (s == 0 || g[i].rate == 1)
+			continue;
+		if (rate0 == 0)
+			rate0 = g[i].rate;
+		else if (g[i].rate != rate0)
+			one_rate = false;
+		mean += s * (g[i].rate - 1);
+		var += s * (g[i].rate - 1) * g[i].rate;
+		s_total += s;
+	}
+	if (mean == 0) {
+		*f = 0;
+		return 0;
+	}
+	if (one_rate)
+		return nb_bound(s_total, 1.0 / rate0, q, f);
+	double pstar = mean / var;
+	return nb_bound(mean * pstar / (1.0 - pstar), pstar, q, f);
+}
+
+static bool valid_group(const ap_nb_group *g)
+{
+	return valid_rate(g->rate) && valid_amount(g->u) &&
+	       (double)g->samples <= MAX_EXACT_COUNT &&
+	       (g->samples > 0 || g->u == 0);
+}
+
+int ap_nb_interval_groups(const ap_nb_group *groups, size_t n, double level,
+			  bool open_start, bool open_end, ap_interval *out)
+{
+	if (!out || !groups || n == 0 || !valid_level(level)) {
+		set_nan(out);
+		return AP_EINVAL;
+	}
+	double estimate = 0, u = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!valid_group(&groups[i])) {
+			set_nan(out);
+			return AP_EINVAL;
+		}
+		/* s q / p + u, with q / p = R - 1. */
+		estimate += (double)groups[i].samples * (groups[i].rate - 1) +
+			    groups[i].u;
+		u += groups[i].u;
+	}
+	double f_lo, f_hi, tail = 0.5 * (1.0 - level);
+	int rc = groups_bound(groups, n, open_start ? -1 : 0, tail, &f_lo);
+	if (rc == 0)
+		rc = groups_bound(groups, n, open_end ? 1 : 0, 1.0 - tail,
+				  &f_hi);
+	if (rc != 0) {
+		set_nan(out);
+		return rc;
+	}
+	out->estimate = estimate;
+	out->lo = f_lo + u;
+	out->hi = f_hi + u;
+	return 0;
+}
+
+int ap_nb_interval(uint64_t samples, double u, double rate, double level,
+		   bool open_start, bool open_end, ap_interval *out)
+{
+	ap_nb_group g = {samples, u, rate};
+	return ap_nb_interval_groups(&g, 1, level, open_start, open_end, out);
+}
+
+/* ---- the intervals reports use ---------------------------------------- */
+
+int ap_bytes_interval(uint64_t samples, double u, double rate,
+		      double ht_bytes, double ht_var, double level,
+		      ap_interval *out, bool *used_nb)
+{
+	if (used_nb)
+		*used_nb = false;
+	if (samples >= AP_NB_MAX_SAMPLES || rate == 0)
+		return ap_ht_interval(ht_bytes, ht_var, level, out);
+	if (!valid_amount(ht_bytes) || !valid_amount(ht_var)) {
+		set_nan(out);
+		return AP_EINVAL;
+	}
+	/* A profile window starts and ends between events: open both ends. */
+	int rc = ap_nb_interval(samples, u, rate, level, true, true, out);
+	if (rc != 0)
+		return rc;
+	out->estimate = ht_bytes;
+	out->lo = fmin(out->lo, ht_bytes);
+	out->hi = fmax(out->hi, ht_bytes);
+	if (used_nb)
+		*used_nb = true;
+	return 0;
+}
+
+/*
+ * Garwood's exact interval: lo solves P(X >= k; lo) = alpha/2, i.e. the
+ * lower gamma tail P(k, lo) = alpha/2; hi solves P(X <= k; hi) = alpha/2,
+ * i.e. the upper tail Q(k + 1, hi) = alpha/2.
+ */
+int ap_poisson_interval(uint64_t k, double level, double *lo, double *hi)
+{
+	if (lo)
+		*lo = NAN;
+	if (hi)
+		*hi = NAN;
+	if (!lo || !hi || !valid_level(level))
+		return AP_EINVAL;
+	double tail = 0.5 * (1.0 - level);
+	double kd = (double)k;
+	double l = k == 0 ? 0.0 : specfun_gamma_quantile(kd, tail, false);
+	double h = specfun_gamma_quantile(kd + 1.0, tail, true);
+	if (isnan(l) || isnan(h))
+		return AP_ERANGE;
+	*lo = l;
+	*hi = h;
+	return 0;
+}
+
+int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
+			double level, ap_interval *out)
+{
+	if (samples >= AP_NB_MAX_SAMPLES)
+		return ap_ht_interval(ht_objects, ht_var, level, out);
+	if (!out || !valid_amount(ht_objects) || !valid_amount(ht_var) ||
+	    !valid_level(level) || (samples == 0 && ht_objects > 0)) {
+		set_nan(out);
+		return AP_EINVAL;
+	}
+	out->estimate = ht_objects;
+	if (samples == 0) {
+		out->lo = out->hi = 0;
+		return 0;
+	}
+	double lo, hi;
+	int rc = ap_poisson_interval(samples, level, &lo, &hi);
+	if (rc != 0) {
+		set_nan(out);
+		return rc;
+	}
+	/* Scale the count interval by the mean weight 1/pi of the samples. */
+	double w = ht_objects / (double)samples;
+	out->lo = fmin(lo * w, ht_objects);
+	out->hi = fmax(hi * w, ht_objects);
+	return 0;
+}
+
+/* ---- other estimators and jeprof ---------------------------------------- */
+
+double ap_count_estimate(uint64_t count, double rate)
+{
+	if (!valid_rate(rate))
+		return NAN;
+	return (double)count * rate;
+}
+
+/*
+ * jeprof prints, for a line with count c and bytes s, c * g(s / c) bytes
+ * with g(y) = y / (1 - exp(-y / R)), which rises from R (y -> 0) without
+ * bound and satisfies g(y) >= y. Solve g(y) = target by bisection.
+ */
+static double jeprof_inverse(double target, double rate)
+{
+	double lo = 0, hi = target;
+	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+		double mid = 0.5 * (lo + hi);
+		double g = mid / -expm1(-mid / rate);
+		if (g < target)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+int ap_jeprof_transform(double objects, double bytes, double rate,
+			uint64_t *objects_out, uint64_t *bytes_out)
+{
+	if (objects_out)
+		*objects_out = 0;
+	if (bytes_out)
+		*bytes_out = 0;
+	if (!objects_out || !bytes_out || !valid_amount(objects) ||
+	    !valid_amount(bytes) || !valid_rate(rate) ||
+	    (objects == 0 && bytes > 0))
+		return AP_EINVAL;
+	if (bytes == 0)
+		return 0;
+	if (bytes >= 0x1p64 || objects >= 0x1p64)
+		return AP_ERANGE;
+	/*
+	 * Seed 000 / STATISTICS.md section 3: with x = bytes / objects and
+	 * f = 1 - exp(-x/R), writing (objects f, bytes f) makes jeprof print
+	 * (objects, bytes). Counts must be integers >= 1, so round the count,
+	 * keep it <= bytes / R (a line of c counts prints at least c R bytes)
+	 * and then pick the byte value that makes jeprof print bytes exactly
+	 * for that count.
+	 */
+	double f = -expm1(-(bytes / objects) / rate);
+	double c = fmax(1.0, round(objects * f));
+	c = fmin(c, fmax(1.0, floor(bytes / rate)));
+	double s;
+	if (bytes / c > rate)
+		s = round(c * jeprof_inverse(bytes / c, rate));
+	else
+		s = 1; /* bytes < R: the smallest value jeprof can show */
+	*objects_out = (uint64_t)c;
+	*bytes_out = (uint64_t)fmax(1.0, s);
+	return 0;
+}
