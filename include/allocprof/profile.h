@@ -163,6 +163,20 @@ AP_API int ap_profile_add_location(ap_profile *p, const ap_location *loc,
 AP_API int ap_profile_add_sample(ap_profile *p, const uint64_t *locs,
 				 size_t nlocs, const int64_t *values,
 				 const ap_label *labels, size_t nlabels);
+/*
+ * Make p an allocprof heap profile: the fourteen AP_ST_* sample types in the
+ * order listed above (Go's four first), period_type space/bytes, period R,
+ * default sample type inuse_space. p must have no sample types yet.
+ * 0, AP_EINVAL or AP_ENOMEM.
+ */
+AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
+/*
+ * One-line reason for the last failed builder call on p ("location 7
+ * references unknown mapping 3"); "" when none failed. Never NULL.
+ */
+AP_API const char *ap_profile_error(const ap_profile *p);
+/* The allocator p was created with (never NULL). */
+AP_API const ap_allocator *ap_profile_allocator(const ap_profile *p);
 /* Append a comment string. */
 AP_API int ap_profile_add_comment(ap_profile *p, const char *comment);
 
@@ -179,7 +193,9 @@ AP_API int ap_profile_validate(const ap_profile *p, char *err, size_t errlen);
 
 /*
  * pprof encoding (protobuf, optionally gzip'd). *out is allocated with the
- * profile's allocator when alloc is NULL; the caller frees it with the same.
+ * profile's allocator when alloc is NULL; the caller frees it with the same,
+ * passing size *len + 1 (the buffer carries a trailing NUL). AP_EINVAL when
+ * p does not validate.
  */
 AP_API int ap_pprof_encode(const ap_profile *p, bool gzip,
 			   const ap_allocator *alloc, unsigned char **out,

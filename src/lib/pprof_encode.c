@@ -1,0 +1,184 @@
+/*
+ * pprof_encode.c: writes an ap_profile as a pprof Profile message
+ * (google/pprof proto/profile.proto, proto3 wire format; field numbers in
+ * shared/FORMATS.md), optionally gzip'd as pprof files usually are.
+ *
+ * Fields are written in field-number order, proto3 zero scalars omitted,
+ * repeated scalars packed, every string_table entry written (entry 0 is "").
+ * The profile is validated first so a reader never sees a dangling id.
+ */
+#include "allocprof/codec.h"
+#include "allocprof/profile.h"
+#include "protobuf.h"
+
+#include <string.h>
+
+/* Profile field numbers. */
+enum {
+	F_SAMPLE_TYPE = 1, F_SAMPLE = 2, F_MAPPING = 3, F_LOCATION = 4,
+	F_FUNCTION = 5, F_STRING_TABLE = 6, F_DROP_FRAMES = 7,
+	F_KEEP_FRAMES = 8, F_TIME_NANOS = 9, F_DURATION_NANOS = 10,
+	F_PERIOD_TYPE = 11, F_PERIOD = 12, F_COMMENT = 13,
+	F_DEFAULT_SAMPLE_TYPE = 14, F_DOC_URL = 15
+};
+
+static void put_i64(pb_writer *w, uint32_t field, int64_t v)
+{
+	pb_put_uint_field(w, field, (uint64_t)v);
+}
+
+static void put_value_type(pb_writer *w, uint32_t field, const ap_value_type *t)
+{
+	size_t m = pb_begin_msg(w, field);
+	put_i64(w, 1, t->type);
+	put_i64(w, 2, t->unit);
+	pb_end_msg(w, m);
+}
+
+/* Packed int64s: the same varints as uint64 (two's complement). */
+static void put_packed_i64(pb_writer *w, uint32_t field, const int64_t *v,
+			   size_t n)
+{
+	if (!n)
+		return;
+	size_t m = pb_begin_msg(w, field);
+	for (size_t i = 0; i < n; i++)
+		pb_put_varint(w, (uint64_t)v[i]);
+	pb_end_msg(w, m);
+}
+
+static void put_sample(pb_writer *w, const ap_profile *p, const ap_sample *s)
+{
+	size_t m = pb_begin_msg(w, F_SAMPLE);
+	pb_put_packed(w, 1, s->location_ids, s->nlocations);
+	put_packed_i64(w, 2, s->values, p->nsample_types);
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const ap_label *l = &s->labels[i];
+		size_t lm = pb_begin_msg(w, 3);
+		put_i64(w, 1, l->key);
+		put_i64(w, 2, l->str);
+		put_i64(w, 3, l->num);
+		put_i64(w, 4, l->num_unit);
+		pb_end_msg(w, lm);
+	}
+	pb_end_msg(w, m);
+}
+
+static void put_mapping(pb_writer *w, const ap_mapping *mp)
+{
+	size_t m = pb_begin_msg(w, F_MAPPING);
+	pb_put_uint_field(w, 1, mp->id);
+	pb_put_uint_field(w, 2, mp->memory_start);
+	pb_put_uint_field(w, 3, mp->memory_limit);
+	pb_put_uint_field(w, 4, mp->file_offset);
+	put_i64(w, 5, mp->filename);
+	put_i64(w, 6, mp->build_id);
+	pb_put_uint_field(w, 7, mp->has_functions);
+	pb_put_uint_field(w, 8, mp->has_filenames);
+	pb_put_uint_field(w, 9, mp->has_line_numbers);
+	pb_put_uint_field(w, 10, mp->has_inline_frames);
+	pb_end_msg(w, m);
+}
+
+static void put_location(pb_writer *w, const ap_location *l)
+{
+	size_t m = pb_begin_msg(w, F_LOCATION);
+	pb_put_uint_field(w, 1, l->id);
+	pb_put_uint_field(w, 2, l->mapping_id);
+	pb_put_uint_field(w, 3, l->address);
+	for (size_t i = 0; i < l->nlines; i++) {
+		size_t lm = pb_begin_msg(w, 4);
+		pb_put_uint_field(w, 1, l->lines[i].function_id);
+		put_i64(w, 2, l->lines[i].line);
+		put_i64(w, 3, l->lines[i].column);
+		pb_end_msg(w, lm);
+	}
+	pb_put_uint_field(w, 5, l->is_folded);
+	pb_end_msg(w, m);
+}
+
+static void put_function(pb_writer *w, const ap_function *f)
+{
+	size_t m = pb_begin_msg(w, F_FUNCTION);
+	pb_put_uint_field(w, 1, f->id);
+	put_i64(w, 2, f->name);
+	put_i64(w, 3, f->system_name);
+	put_i64(w, 4, f->filename);
+	put_i64(w, 5, f->start_line);
+	pb_end_msg(w, m);
+}
+
+static void put_profile(pb_writer *w, const ap_profile *p)
+{
+	for (size_t i = 0; i < p->nsample_types; i++)
+		put_value_type(w, F_SAMPLE_TYPE, &p->sample_types[i]);
+	for (size_t i = 0; i < p->nsamples; i++)
+		put_sample(w, p, &p->samples[i]);
+	for (size_t i = 0; i < p->nmappings; i++)
+		put_mapping(w, &p->mappings[i]);
+	for (size_t i = 0; i < p->nlocations; i++)
+		put_location(w, &p->locations[i]);
+	for (size_t i = 0; i < p->nfunctions; i++)
+		put_function(w, &p->functions[i]);
+	for (size_t i = 0; i < p->nstrings; i++)
+		pb_put_bytes_field(w, F_STRING_TABLE, p->strings[i],
+				   strlen(p->strings[i]));
+	put_i64(w, F_DROP_FRAMES, p->drop_frames);
+	put_i64(w, F_KEEP_FRAMES, p->keep_frames);
+	put_i64(w, F_TIME_NANOS, p->time_nanos);
+	put_i64(w, F_DURATION_NANOS, p->duration_nanos);
+	if (p->period_type.type || p->period_type.unit)
+		put_value_type(w, F_PERIOD_TYPE, &p->period_type);
+	put_i64(w, F_PERIOD, p->period);
+	if (p->ncomments) {
+		const int64_t *c = p->comments;
+		put_packed_i64(w, F_COMMENT, c, p->ncomments);
+	}
+	put_i64(w, F_DEFAULT_SAMPLE_TYPE, p->default_sample_type);
+	put_i64(w, F_DOC_URL, p->doc_url);
+}
+
+/* Hand the writer's buffer out trimmed to len + 1 bytes, NUL-terminated. */
+static int hand_out(pb_writer *w, unsigned char **out, size_t *len)
+{
+	if (w->cap != w->len + 1) {
+		unsigned char *n = w->data
+			? w->a->realloc(w->a->ctx, w->data, w->cap, w->len + 1)
+			: w->a->alloc(w->a->ctx, 1);
+		if (!n)
+			return AP_ENOMEM;
+		w->data = n;
+		w->cap = w->len + 1;
+	}
+	w->data[w->len] = 0;
+	*out = w->data;
+	*len = w->len;
+	w->data = NULL;
+	w->cap = w->len = 0;
+	return 0;
+}
+
+int ap_pprof_encode(const ap_profile *p, bool gzip, const ap_allocator *alloc,
+		    unsigned char **out, size_t *len)
+{
+	if (!out || !len)
+		return AP_EINVAL;
+	*out = NULL;
+	*len = 0;
+	if (!p || ap_profile_validate(p, NULL, 0))
+		return AP_EINVAL;
+	if (!alloc)
+		alloc = ap_profile_allocator(p);
+	pb_writer w;
+	pb_writer_init(&w, alloc);
+	put_profile(&w, p);
+	int rc = w.err;
+	if (!rc && gzip) {
+		rc = ap_gzip_compress(w.data ? w.data : (unsigned char *)"",
+				      w.len, 6, alloc, out, len);
+	} else if (!rc) {
+		rc = hand_out(&w, out, len);
+	}
+	pb_writer_free(&w);
+	return rc;
+}
