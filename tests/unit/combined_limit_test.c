@@ -49,6 +49,13 @@ static bool recs_push(recs *r, uint64_t index, const ap_sample_info *info)
 	return true;
 }
 
+static ap_sampler_config config_of(uint64_t rate, ap_gap_kind gap, ap_sample_mode mode,
+				   bool passthrough, uint64_t seed)
+{
+	return (ap_sampler_config){.rate = rate, .gap = gap, .mode = mode,
+				   .passthrough = passthrough, .seed = seed};
+}
+
 enum discard_policy {
 	TAIL_UNCHARGED, /* the API's behaviour: plain-sampler equivalent */
 	TAIL_SKIPPED,   /* legal: the tail's trials run and are thrown away */
@@ -150,13 +157,7 @@ static void check_equivalence(ap_gap_kind gap, ap_sample_mode mode, bool passthr
 			      uint64_t rate)
 {
 	const uint64_t n = 300000;
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.rate = rate;
-	c.gap = gap;
-	c.mode = mode;
-	c.passthrough = passthrough;
-	c.seed = 20240611;
+	ap_sampler_config c = config_of(rate, gap, mode, passthrough, 20240611);
 	arena a;
 	arena_init(&a, &c, 16384, TAIL_UNCHARGED);
 	ap_sampler plain;
@@ -230,10 +231,7 @@ AP_TEST(combined_limit_matches_plain_sampler_exponential_count_passthrough)
 
 AP_TEST(combined_limit_rate_one_samples_every_object)
 {
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.rate = 1;
-	c.seed = 1;
+	ap_sampler_config c = config_of(1, AP_GAP_GEOMETRIC, AP_SAMPLE_FIRST, false, 1);
 	arena a;
 	arena_init(&a, &c, 4096, TAIL_UNCHARGED);
 	recs got = {0};
@@ -249,9 +247,8 @@ AP_TEST(combined_limit_rate_one_samples_every_object)
 
 AP_TEST(bump_place_rejects_what_does_not_fit)
 {
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.seed = 2;
+	ap_sampler_config c = config_of(AP_SAMPLER_DEFAULT_RATE, AP_GAP_GEOMETRIC,
+					AP_SAMPLE_FIRST, false, 2);
 	ap_sampler s;
 	AP_CHECK_EQ_INT(ap_sampler_init(&s, &c), 0);
 	ap_bump b;
@@ -276,9 +273,8 @@ AP_TEST(bump_place_rejects_what_does_not_fit)
 AP_TEST(combined_limit_is_near_the_top_of_the_address_space)
 {
 	/* anchor + counter would wrap: combined_limit must saturate at limit. */
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.seed = 3;
+	ap_sampler_config c = config_of(AP_SAMPLER_DEFAULT_RATE, AP_GAP_GEOMETRIC,
+					AP_SAMPLE_FIRST, false, 3);
 	ap_sampler s;
 	AP_CHECK_EQ_INT(ap_sampler_init(&s, &c), 0);
 	s.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
@@ -302,10 +298,7 @@ AP_TEST(combined_limit_is_near_the_top_of_the_address_space)
 static double sampled_fraction(enum discard_policy policy, recs *got)
 {
 	const uint64_t n = 100000;
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.rate = 500;
-	c.seed = 777;
+	ap_sampler_config c = config_of(500, AP_GAP_GEOMETRIC, AP_SAMPLE_FIRST, false, 777);
 	arena a;
 	arena_init(&a, &c, 1000, policy);
 	bool oom = false;

@@ -22,13 +22,8 @@
 static ap_sampler make(uint64_t rate, ap_gap_kind gap, ap_sample_mode mode,
 		       bool passthrough, uint64_t seed)
 {
-	ap_sampler_config c;
-	ap_sampler_config_default(&c);
-	c.rate = rate;
-	c.gap = gap;
-	c.mode = mode;
-	c.passthrough = passthrough;
-	c.seed = seed;
+	ap_sampler_config c = {.rate = rate, .gap = gap, .mode = mode,
+			       .passthrough = passthrough, .seed = seed};
 	ap_sampler s;
 	int rc = ap_sampler_init(&s, &c);
 	if (rc != 0)
