@@ -85,6 +85,8 @@ void hv_options_default(hv_options *o);
  */
 typedef struct hv_stat {
 	double bytes, objects;          /* HT estimates */
+	double req_bytes;               /* HT requested bytes when bytes holds
+	                                   usable bytes (0 = same as bytes) */
 	double var_bytes, var_objects;  /* HT variance estimates */
 	uint64_t samples;               /* sampled allocations */
 	double u;                       /* sum of size - offset (NB) */
@@ -190,9 +192,59 @@ int hv_profile_merge(ap_profile *const *in, size_t n, ap_profile **out,
 		     char *err, size_t errlen);
 
 /*
+ * hv_profile_merge with a rewrite of locations and mappings on the way (the
+ * symbolizer uses it to fill in Function/Line): location() may set *lines to
+ * n frames (innermost first) replacing l's lines, or leave *lines NULL to
+ * keep them; the strings must live until the next call. mapping() may
+ * change the copy's has_* flags. Either may be NULL.
+ */
+typedef struct hv_sym_line {
+	const char *name, *system_name, *file;
+	int64_t line, column;
+} hv_sym_line;
+typedef struct hv_rewrite {
+	int (*location)(void *ctx, const ap_profile *in, const ap_location *l,
+			const hv_sym_line **lines, size_t *n);
+	void (*mapping)(void *ctx, const ap_profile *in, ap_mapping *copy);
+	void *ctx;
+} hv_rewrite;
+int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
+			ap_profile **out, char *err, size_t errlen);
+
+/*
+ * hv_load_profiles, then (when symbolize and the symbolizer is linked in)
+ * symbolize the result with libdw. Errors as for hv_open.
+ */
+int hv_load_symbolized(const char *const *paths, size_t n, bool symbolize,
+		       ap_profile **out, char *err, size_t errlen);
+
+/*
+ * Decode a histogram comment "allocprof.hist.NAME=<base64 of the hist
+ * binary encoding>" (profile.h AP_COMMENT_HIST_PREFIX). 0 with *name (malloc'd)
+ * and *snap (free with ap_hist_snap_destroy); AP_ENOTFOUND when the comment
+ * is not a histogram; AP_ECORRUPT when it is one but malformed.
+ * (Implemented in cmd_merge.c; merging adds histograms of the same NAME.)
+ */
+struct ap_hist_snap;
+int hv_hist_from_comment(const char *comment, char **name,
+			 struct ap_hist_snap **snap);
+
+/*
  * Whether a function name is an allocator entry point or part of
  * allocprof, i.e. a frame reports skip at the leaf end of a stack.
  */
 bool hv_is_alloc_frame(const char *function);
+
+/*
+ * A small hash map from byte-string keys to indices, used to deduplicate
+ * stacks, sites and profile entries. hv_keymap_get returns the index stored
+ * for key, or SIZE_MAX; hv_keymap_put stores one (the key is copied): 0 or
+ * AP_ENOMEM. (Implemented in cmd_merge.c.)
+ */
+typedef struct hv_keymap hv_keymap;
+hv_keymap *hv_keymap_new(void);
+void hv_keymap_free(hv_keymap *m);
+size_t hv_keymap_get(const hv_keymap *m, const void *key, size_t len);
+int hv_keymap_put(hv_keymap *m, const void *key, size_t len, size_t value);
 
 #endif /* ALLOCPROF_CLI_HEAPVIEW_H */

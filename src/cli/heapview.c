@@ -1,0 +1,793 @@
+/*
+ * heapview.c: builds the heap view of heapview.h from a (merged,
+ * symbolized) profile: picks the sample types of the requested view, turns
+ * each sample into additive statistics (reading allocprof's extra types, or
+ * deriving them approximately for profiles that lack them, e.g. Go's),
+ * expands locations into frames, drops allocator/allocprof leaf frames,
+ * applies the filters, aggregates per stack, then per site, and finishes
+ * the confidence intervals (estimate.h; seed 003 for NB, seed 000 for HT).
+ * Loading and merging files is in hv_load_profiles (and cmd_merge.c).
+ */
+#define _GNU_SOURCE
+#include "heapview.h"
+
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "symbolize.h"
+
+/* Without symbolize.c linked in (unit tests), views use raw addresses. */
+#pragma weak sym_symbolize_profile
+#pragma weak sym_options_default
+
+void hv_options_default(hv_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->view = HV_INUSE;
+	o->value = HV_REQUESTED;
+	o->by = HV_BY_FUNCTION;
+	o->level = 0.95;
+	o->size_max = UINT64_MAX;
+	o->symbolize = true;
+}
+
+const char *hv_kind_name(hv_kind k) { return k == HV_ALLOC ? "alloc" : "inuse"; }
+const char *hv_value_name(hv_value v) { return v == HV_USABLE ? "usable" : "requested"; }
+
+const char *hv_by_name(hv_by b)
+{
+	return b == HV_BY_LINE ? "line" : b == HV_BY_STACK ? "stack" : "function";
+}
+
+const char *hv_method_name(hv_method m)
+{
+	return m == HV_NB ? "nb" : m == HV_NORMAL ? "normal" : "exact";
+}
+
+/* ---- statistics ------------------------------------------------------ */
+
+static void stat_add_group(hv_stat *s, double rate, uint64_t samples, double u)
+{
+	for (size_t i = 0; i < s->nrates; i++) {
+		if (s->rates[i].rate == rate) {
+			s->rates[i].samples += samples;
+			s->rates[i].u += u;
+			return;
+		}
+	}
+	if (s->nrates == HV_MAX_RATES) {
+		s->rates_overflow = true;
+		return;
+	}
+	s->rates[s->nrates++] = (ap_nb_group){samples, u, rate};
+}
+
+void hv_stat_add(hv_stat *into, const hv_stat *from)
+{
+	into->bytes += from->bytes;
+	into->req_bytes += from->req_bytes;
+	into->objects += from->objects;
+	into->var_bytes += from->var_bytes;
+	into->var_objects += from->var_objects;
+	into->samples += from->samples;
+	into->u += from->u;
+	into->rates_overflow |= from->rates_overflow;
+	for (size_t i = 0; i < from->nrates; i++)
+		stat_add_group(into, from->rates[i].rate, from->rates[i].samples,
+			       from->rates[i].u);
+}
+
+static bool all_exact(const hv_stat *s)
+{
+	for (size_t i = 0; i < s->nrates; i++)
+		if (s->rates[i].rate > 1.0)
+			return false;
+	return !s->rates_overflow;
+}
+
+void hv_stat_finish(hv_stat *s, double level)
+{
+	ap_interval iv;
+	if (s->samples == 0 || all_exact(s)) {
+		/* No sampling error (rate 1), or nothing sampled: the site is
+		 * what it is; with no samples there is nothing to widen. */
+		s->bytes_lo = s->bytes_hi = s->bytes;
+		s->objects_lo = s->objects_hi = s->objects;
+		s->method = HV_EXACT;
+		return;
+	}
+	double req = s->req_bytes > 0 ? s->req_bytes : s->bytes;
+	/* NB bounds count trial bytes (requested sizes); a usable-size view
+	 * scales them by the site's usable/requested ratio. */
+	double scale = req > 0 ? s->bytes / req : 1.0;
+	bool used_nb = false;
+	int rc;
+	if (s->samples < AP_NB_MAX_SAMPLES && !s->rates_overflow && s->nrates > 1) {
+		rc = ap_nb_interval_groups(s->rates, s->nrates, level, true, true,
+					   &iv);
+		used_nb = rc == 0;
+		if (rc == 0) {
+			iv.lo = fmin(iv.lo, req);
+			iv.hi = fmax(iv.hi, req);
+		}
+	} else if (s->nrates == 1 && !s->rates_overflow) {
+		rc = ap_bytes_interval(s->samples, s->rates[0].u, s->rates[0].rate,
+				       req, s->var_bytes / (scale * scale),
+				       level, &iv, &used_nb);
+	} else {
+		rc = ap_ht_interval(req, s->var_bytes / (scale * scale), level,
+				    &iv);
+	}
+	if (rc) {
+		s->bytes_lo = s->bytes_hi = NAN;
+	} else {
+		s->bytes_lo = iv.lo * scale;
+		s->bytes_hi = iv.hi * scale;
+	}
+	s->method = used_nb ? HV_NB : HV_NORMAL;
+	if (ap_objects_interval(s->samples, s->objects, s->var_objects, level,
+				&iv)) {
+		s->objects_lo = s->objects_hi = NAN;
+	} else {
+		s->objects_lo = iv.lo;
+		s->objects_hi = iv.hi;
+	}
+}
+
+/* ---- frames ---------------------------------------------------------- */
+
+static const char *const alloc_names[] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"malloc_usable_size", "__libc_malloc", "__libc_calloc",
+	"__libc_realloc", "__libc_memalign", "__libc_valloc",
+	"__libc_pvalloc", "__posix_memalign", "strdup", "strndup", "__strdup",
+	"__strndup", "operator new", "operator new[]", "operator delete",
+	"operator delete[]", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
+	"_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+};
+
+bool hv_is_alloc_frame(const char *f)
+{
+	if (!f || !*f)
+		return false;
+	/* allocprof itself: public API, the runtime's internals. */
+	if (!strncmp(f, "ap_", 3) || !strncmp(f, "allocprof_", 10) ||
+	    strstr(f, "liballocprof_preload"))
+		return true;
+	for (size_t i = 0; i < sizeof alloc_names / sizeof alloc_names[0]; i++) {
+		size_t n = strlen(alloc_names[i]);
+		/* "operator new(unsigned long)" and "operator new" alike */
+		if (!strncmp(f, alloc_names[i], n) &&
+		    (f[n] == 0 || (f[n] == '(' && !strncmp(f, "operator", 8))))
+			return true;
+	}
+	/* _Znwm..., _ZdlPv... mangled operator new/delete variants */
+	return !strncmp(f, "_Znw", 4) || !strncmp(f, "_Zna", 4) ||
+	       !strncmp(f, "_Zdl", 4) || !strncmp(f, "_Zda", 4);
+}
+
+/* ---- the view -------------------------------------------------------- */
+
+struct frame_run {
+	size_t first, n; /* range in v->lframes */
+};
+
+struct hv_view {
+	hv_options opt;
+	double rate;
+	bool mixed, approx;
+	hv_stat total;
+	hv_site *stacks, *sites;
+	size_t nstacks, nsites;
+	hv_frame *lframes; /* frames of every location, in profile order */
+	size_t nlframes;
+	signed char *hit_focus, *hit_ignore; /* per lframe: -1 unknown, 0, 1 */
+	char **strs;       /* owned strings (pool) */
+	size_t nstrs, capstrs;
+	hv_keymap *strmap;
+};
+
+/* Sample-type indices of the chosen view (-1 = absent). */
+struct vtypes {
+	int bytes, objects, req, samples, u, var_b, var_o;
+};
+
+struct build {
+	const ap_profile *p;
+	hv_view *v;
+	struct vtypes t;
+	struct frame_run *runs; /* per location index */
+	int64_t k_bytes, k_rate; /* string indices of label keys, -1 absent */
+	regex_t focus, ignore;
+	bool has_focus, has_ignore;
+	hv_keymap *stackmap;
+	size_t capstacks;
+	hv_frame *fbuf; /* frames of the sample being processed */
+	size_t *fidx;   /* their indices in v->lframes */
+	size_t cap_fbuf;
+	char *kbuf;
+	size_t cap_kbuf;
+	double first_rate;
+	char *err;
+	size_t errlen;
+};
+
+static const char *pool(hv_view *v, const char *s)
+{
+	size_t n = strlen(s), i = hv_keymap_get(v->strmap, s, n);
+	if (i != SIZE_MAX)
+		return v->strs[i];
+	if (v->nstrs == v->capstrs) {
+		size_t cap = v->capstrs ? 2 * v->capstrs : 256;
+		char **ns = realloc(v->strs, cap * sizeof *ns);
+		if (!ns)
+			return NULL;
+		v->strs = ns;
+		v->capstrs = cap;
+	}
+	char *c = strdup(s);
+	if (!c || hv_keymap_put(v->strmap, s, n, v->nstrs)) {
+		free(c);
+		return NULL;
+	}
+	v->strs[v->nstrs++] = c;
+	return c;
+}
+
+static int fail(struct build *b, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct build *b, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (b->err && b->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(b->err, b->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int find_types(struct build *b)
+{
+	const ap_profile *p = b->p;
+	bool alloc = b->v->opt.view == HV_ALLOC;
+	bool usable = b->v->opt.value == HV_USABLE;
+	const char *req = alloc ? AP_ST_ALLOC_SPACE : AP_ST_INUSE_SPACE;
+	struct vtypes *t = &b->t;
+	t->req = ap_profile_find_sample_type(p, req);
+	t->objects = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_OBJECTS : AP_ST_INUSE_OBJECTS);
+	t->bytes = usable ? ap_profile_find_sample_type(
+				    p, alloc ? AP_ST_ALLOC_USABLE : AP_ST_INUSE_USABLE)
+			  : t->req;
+	t->samples = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_SAMPLES : AP_ST_INUSE_SAMPLES);
+	t->u = ap_profile_find_sample_type(p, alloc ? AP_ST_ALLOC_U : AP_ST_INUSE_U);
+	t->var_b = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_SPACE_VAR : AP_ST_INUSE_SPACE_VAR);
+	t->var_o = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_OBJECTS_VAR : AP_ST_INUSE_OBJECTS_VAR);
+	if (t->req < 0 || t->objects < 0)
+		return fail(b, AP_EINVAL,
+			    "not a heap profile with %s view (no %s and %s sample types)",
+			    hv_kind_name(b->v->opt.view), req,
+			    alloc ? AP_ST_ALLOC_OBJECTS : AP_ST_INUSE_OBJECTS);
+	if (t->bytes < 0)
+		return fail(b, AP_EINVAL,
+			    "profile has no usable sizes (no %s sample type)",
+			    alloc ? AP_ST_ALLOC_USABLE : AP_ST_INUSE_USABLE);
+	b->v->approx = t->samples < 0 || t->u < 0 || t->var_b < 0 || t->var_o < 0;
+	return 0;
+}
+
+/* Name for an unsymbolized frame: "file+0xOFFSET" or "0xADDRESS". */
+static const char *raw_name(hv_view *v, const ap_profile *p,
+			    const ap_location *l)
+{
+	char buf[512];
+	const ap_mapping *m = l->mapping_id ? ap_profile_mapping(p, l->mapping_id)
+					    : NULL;
+	if (m && l->address >= m->memory_start) {
+		const char *f = ap_profile_string(p, m->filename);
+		const char *base = strrchr(f, '/');
+		base = base ? base + 1 : f;
+		snprintf(buf, sizeof buf, "%s+0x%llx", *base ? base : "?",
+			 (unsigned long long)(l->address - m->memory_start +
+					      m->file_offset));
+	} else {
+		snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)l->address);
+	}
+	return pool(v, buf);
+}
+
+static int expand_locations(struct build *b)
+{
+	const ap_profile *p = b->p;
+	hv_view *v = b->v;
+	size_t total = 0;
+	for (size_t i = 0; i < p->nlocations; i++)
+		total += p->locations[i].nlines ? p->locations[i].nlines : 1;
+	b->runs = calloc(p->nlocations + 1, sizeof *b->runs);
+	v->lframes = calloc(total + 1, sizeof *v->lframes);
+	v->hit_focus = malloc(total + 1);
+	v->hit_ignore = malloc(total + 1);
+	if (!b->runs || !v->lframes || !v->hit_focus || !v->hit_ignore)
+		return fail(b, AP_ENOMEM, "out of memory");
+	memset(v->hit_focus, -1, total + 1);
+	memset(v->hit_ignore, -1, total + 1);
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const ap_location *l = &p->locations[i];
+		b->runs[i].first = v->nlframes;
+		for (size_t j = 0; j < l->nlines || (j == 0 && !l->nlines); j++) {
+			hv_frame *f = &v->lframes[v->nlframes++];
+			f->address = l->address;
+			f->file = "";
+			const ap_function *fn =
+				l->nlines ? ap_profile_function(p, l->lines[j].function_id)
+					  : NULL;
+			if (fn && *ap_profile_string(p, fn->name)) {
+				f->function = pool(v, ap_profile_string(p, fn->name));
+				f->file = pool(v, ap_profile_string(p, fn->filename));
+				f->line = l->lines[j].line;
+			} else {
+				f->function = raw_name(v, p, l);
+			}
+			f->inlined = j + 1 < l->nlines;
+			if (!f->function || !f->file)
+				return fail(b, AP_ENOMEM, "out of memory");
+		}
+		b->runs[i].n = v->nlframes - b->runs[i].first;
+	}
+	return 0;
+}
+
+static bool frame_hits(regex_t *re, signed char *cache, const hv_frame *f,
+		       size_t idx)
+{
+	if (cache[idx] < 0)
+		cache[idx] = regexec(re, f->function, 0, NULL, 0) == 0;
+	return cache[idx] == 1;
+}
+
+static int64_t label_num(const ap_sample *s, int64_t key)
+{
+	for (size_t i = 0; key > 0 && i < s->nlabels; i++)
+		if (s->labels[i].key == key && s->labels[i].str == 0)
+			return s->labels[i].num;
+	return -1;
+}
+
+/*
+ * Expected u = size - offset of the sampled byte of a sampled allocation of
+ * size z at rate r: offset | sampled is a geometric(p) truncated to [0, z),
+ * mean q/p - z q^z / (1 - q^z). Used only for profiles without alloc_u.
+ */
+static double expected_u(double z, double r)
+{
+	if (r <= 1.0)
+		return z;
+	double lq = log1p(-1.0 / r);
+	double qz = exp(z * lq);
+	double off = (1.0 - 1.0 / r) * r - z * qz / -expm1(z * lq);
+	if (!(off >= 0))
+		off = 0;
+	if (off > z - 1)
+		off = z - 1;
+	return z - off;
+}
+
+/* The sample's contribution; false when it has nothing in this view. */
+static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
+			uint64_t *size)
+{
+	const struct vtypes *t = &b->t;
+	double bytes = (double)s->values[t->bytes];
+	double objs = (double)s->values[t->objects];
+	double req = (double)s->values[t->req];
+	if (!(bytes > 0 || objs > 0))
+		return false;
+	int64_t lb = label_num(s, b->k_bytes);
+	if (lb >= 0)
+		*size = (uint64_t)lb;
+	else
+		*size = objs > 0 ? (uint64_t)llround(req / objs) : 0;
+	int64_t lr = label_num(s, b->k_rate);
+	double rate = lr > 0 ? (double)lr : b->p->period > 0 ? (double)b->p->period : 1.0;
+	memset(st, 0, sizeof *st);
+	st->bytes = bytes;
+	st->objects = objs;
+	if (b->t.bytes != b->t.req)
+		st->req_bytes = req;
+	double ratio = req > 0 ? bytes / req : 1.0;
+	uint64_t ns;
+	double u;
+	if (!b->v->approx) {
+		ns = (uint64_t)(s->values[t->samples] > 0 ? s->values[t->samples] : 0);
+		u = (double)s->values[t->u];
+		st->var_bytes = (double)s->values[t->var_b] * ratio * ratio;
+		st->var_objects = (double)s->values[t->var_o];
+	} else {
+		/* Go-style profile: values are count/pi-scaled; undo to recover
+		 * the sample count (pi with jemalloc/Go's exp form). */
+		double z = (double)*size;
+		double pi = z > 0 ? ap_prob_sampled_exp(*size, rate) : 1.0;
+		if (!(pi > 0))
+			pi = 1.0;
+		double sm = objs * pi;
+		ns = (uint64_t)llround(sm);
+		if (ns == 0 && objs > 0)
+			ns = 1;
+		u = sm * expected_u(z, rate);
+		st->var_bytes = objs * (1 - pi) * z * z / pi * ratio * ratio;
+		st->var_objects = objs * (1 - pi) / pi;
+	}
+	st->samples = ns;
+	st->u = u;
+	stat_add_group(st, rate, ns, u);
+	if (b->first_rate == 0)
+		b->first_rate = rate;
+	else if (rate != b->first_rate)
+		b->v->mixed = true;
+	return true;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < need)
+		c *= 2;
+	void *n = realloc(*arr, c * elem);
+	if (!n)
+		return AP_ENOMEM;
+	*arr = n;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * Frames of sample s (leaf first, allocator frames dropped) into b->fbuf,
+ * with each frame's index in v->lframes in b->fidx (for the regex caches).
+ */
+static int sample_frames(struct build *b, const ap_sample *s, size_t *nout)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->nlocations; i++) {
+		const ap_location *l = ap_profile_location(b->p, s->location_ids[i]);
+		size_t li = (size_t)(l - b->p->locations);
+		const struct frame_run *r = &b->runs[li];
+		size_t cap = b->cap_fbuf;
+		if (grow((void **)&b->fbuf, &b->cap_fbuf, n + r->n, sizeof *b->fbuf) ||
+		    grow((void **)&b->fidx, &cap, n + r->n, sizeof *b->fidx))
+			return AP_ENOMEM;
+		memcpy(b->fbuf + n, b->v->lframes + r->first, r->n * sizeof *b->fbuf);
+		for (size_t j = 0; j < r->n; j++)
+			b->fidx[n + j] = r->first + j;
+		n += r->n;
+	}
+	size_t skip = 0;
+	if (!b->v->opt.keep_alloc_frames)
+		while (skip < n && hv_is_alloc_frame(b->fbuf[skip].function))
+			skip++;
+	if (skip == n)
+		skip = 0; /* a stack of allocator frames only: show it as is */
+	memmove(b->fbuf, b->fbuf + skip, (n - skip) * sizeof *b->fbuf);
+	memmove(b->fidx, b->fidx + skip, (n - skip) * sizeof *b->fidx);
+	*nout = n - skip;
+	return 0;
+}
+
+/* --focus: some frame matches; --ignore: no frame matches. */
+static bool passes_filters(struct build *b, size_t n)
+{
+	bool keep = !b->has_focus;
+	for (size_t i = 0; i < n; i++) {
+		if (b->has_ignore && frame_hits(&b->ignore, b->v->hit_ignore,
+						&b->fbuf[i], b->fidx[i]))
+			return false;
+		if (!keep && frame_hits(&b->focus, b->v->hit_focus, &b->fbuf[i],
+					b->fidx[i]))
+			keep = true;
+	}
+	return keep;
+}
+
+/* Append s (and a separator) to the key buffer. */
+static int key_append(struct build *b, size_t *len, const char *s, char sep)
+{
+	size_t n = strlen(s);
+	if (grow((void **)&b->kbuf, &b->cap_kbuf, *len + n + 2, 1))
+		return AP_ENOMEM;
+	if (*len && sep)
+		b->kbuf[(*len)++] = sep;
+	memcpy(b->kbuf + *len, s, n);
+	*len += n;
+	b->kbuf[*len] = 0;
+	return 0;
+}
+
+/* The stack of the current frames (root-first names): find or create. */
+static int stack_for(struct build *b, size_t n, hv_site **out)
+{
+	hv_view *v = b->v;
+	size_t len = 0;
+	if (n == 0 && key_append(b, &len, "(no stack)", 0))
+		return AP_ENOMEM;
+	for (size_t i = n; i-- > 0;)
+		if (key_append(b, &len, b->fbuf[i].function, ';'))
+			return AP_ENOMEM;
+	size_t idx = hv_keymap_get(b->stackmap, b->kbuf, len);
+	if (idx != SIZE_MAX) {
+		*out = &v->stacks[idx];
+		return 0;
+	}
+	if (grow((void **)&v->stacks, &b->capstacks, v->nstacks + 1,
+		 sizeof *v->stacks))
+		return AP_ENOMEM;
+	hv_site *st = &v->stacks[v->nstacks];
+	memset(st, 0, sizeof *st);
+	hv_frame *fr = malloc((n ? n : 1) * sizeof *fr);
+	st->name = pool(v, b->kbuf);
+	if (!fr || !st->name ||
+	    hv_keymap_put(b->stackmap, b->kbuf, len, v->nstacks)) {
+		free(fr);
+		return AP_ENOMEM;
+	}
+	memcpy(fr, b->fbuf, n * sizeof *fr);
+	st->stack = fr;
+	st->nstack = n;
+	st->function = n ? fr[0].function : st->name;
+	st->file = n ? fr[0].file : "";
+	st->line = n ? fr[0].line : 0;
+	v->nstacks++;
+	*out = st;
+	return 0;
+}
+
+static int add_samples(struct build *b)
+{
+	const ap_profile *p = b->p;
+	const hv_options *o = &b->v->opt;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const ap_sample *s = &p->samples[i];
+		hv_stat st;
+		uint64_t size;
+		size_t n;
+		hv_site *stack;
+		if (!sample_stat(b, s, &st, &size))
+			continue;
+		if (size < o->size_min || size > o->size_max)
+			continue;
+		if (sample_frames(b, s, &n))
+			return fail(b, AP_ENOMEM, "out of memory");
+		if (!passes_filters(b, n))
+			continue;
+		if (stack_for(b, n, &stack))
+			return fail(b, AP_ENOMEM, "out of memory");
+		hv_stat_add(&stack->stat, &st);
+		hv_stat_add(&b->v->total, &st);
+	}
+	return 0;
+}
+
+/* Site key of a stack for the chosen aggregation. */
+static int site_key(struct build *b, const hv_site *st, size_t *len)
+{
+	*len = 0;
+	if (b->v->opt.by == HV_BY_STACK)
+		return key_append(b, len, st->name, 0);
+	if (key_append(b, len, st->function, 0))
+		return AP_ENOMEM;
+	if (b->v->opt.by == HV_BY_LINE) {
+		char ln[32];
+		snprintf(ln, sizeof ln, ":%lld", (long long)st->line);
+		if (key_append(b, len, *st->file ? st->file : "?", ' ') ||
+		    key_append(b, len, ln, 0))
+			return AP_ENOMEM;
+	}
+	return 0;
+}
+
+static int make_sites(struct build *b)
+{
+	hv_view *v = b->v;
+	hv_keymap *m = hv_keymap_new();
+	double *best = calloc(v->nstacks + 1, sizeof *best);
+	v->sites = calloc(v->nstacks + 1, sizeof *v->sites);
+	if (!m || !best || !v->sites)
+		goto nomem;
+	for (size_t i = 0; i < v->nstacks; i++) {
+		const hv_site *st = &v->stacks[i];
+		size_t len;
+		if (site_key(b, st, &len))
+			goto nomem;
+		size_t idx = hv_keymap_get(m, b->kbuf, len);
+		if (idx == SIZE_MAX) {
+			idx = v->nsites++;
+			v->sites[idx].name = pool(v, b->kbuf);
+			if (!v->sites[idx].name || hv_keymap_put(m, b->kbuf, len, idx))
+				goto nomem;
+			best[idx] = -1;
+		}
+		hv_site *site = &v->sites[idx];
+		hv_stat_add(&site->stat, &st->stat);
+		if (st->stat.bytes > best[idx]) {
+			/* the representative stack: most bytes in this site */
+			best[idx] = st->stat.bytes;
+			site->stack = st->stack;
+			site->nstack = st->nstack;
+			site->function = st->function;
+			site->file = st->file;
+			site->line = st->line;
+		}
+	}
+	hv_keymap_free(m);
+	free(best);
+	return 0;
+nomem:
+	hv_keymap_free(m);
+	free(best);
+	return fail(b, AP_ENOMEM, "out of memory");
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+	const hv_site *x = a, *y = b;
+	if (x->stat.bytes != y->stat.bytes)
+		return x->stat.bytes > y->stat.bytes ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const hv_site *)a)->name, ((const hv_site *)b)->name);
+}
+
+static int compile(struct build *b, regex_t *re, const char *pat,
+		   const char *what, bool *has)
+{
+	if (!pat)
+		return 0;
+	int rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		char msg[128];
+		regerror(rc, re, msg, sizeof msg);
+		return fail(b, AP_EINVAL, "bad %s regex '%s': %s", what, pat, msg);
+	}
+	*has = true;
+	return 0;
+}
+
+int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
+	     char *err, size_t errlen)
+{
+	struct build b = {.p = p, .err = err, .errlen = errlen,
+			  .k_bytes = -1, .k_rate = -1};
+	int rc;
+	*out = NULL;
+	hv_view *v = calloc(1, sizeof *v);
+	if (!v || !(v->strmap = hv_keymap_new())) {
+		free(v);
+		return fail(&b, AP_ENOMEM, "out of memory");
+	}
+	b.v = v;
+	v->opt = *o;
+	v->rate = p->period > 0 ? (double)p->period : 1.0;
+	if (!(o->level > 0 && o->level < 1)) {
+		rc = fail(&b, AP_EINVAL, "level must be between 0 and 1");
+		goto done;
+	}
+	for (size_t i = 1; i < p->nstrings; i++) {
+		if (!strcmp(p->strings[i], "bytes"))
+			b.k_bytes = (int64_t)i;
+		else if (!strcmp(p->strings[i], "rate"))
+			b.k_rate = (int64_t)i;
+	}
+	if ((rc = find_types(&b)) ||
+	    (rc = compile(&b, &b.focus, o->focus, "--focus", &b.has_focus)) ||
+	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)) ||
+	    (rc = expand_locations(&b)))
+		goto done;
+	if (!(b.stackmap = hv_keymap_new())) {
+		rc = fail(&b, AP_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = add_samples(&b)) || (rc = make_sites(&b)))
+		goto done;
+	for (size_t i = 0; i < v->nstacks; i++)
+		hv_stat_finish(&v->stacks[i].stat, o->level);
+	for (size_t i = 0; i < v->nsites; i++)
+		hv_stat_finish(&v->sites[i].stat, o->level);
+	hv_stat_finish(&v->total, o->level);
+	qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
+	qsort(v->stacks, v->nstacks, sizeof *v->stacks, by_name);
+	/* sites point at stacks' frame arrays, which qsort did not move */
+done:
+	if (b.has_focus)
+		regfree(&b.focus);
+	if (b.has_ignore)
+		regfree(&b.ignore);
+	hv_keymap_free(b.stackmap);
+	free(b.runs);
+	free(b.fbuf);
+	free(b.fidx);
+	free(b.kbuf);
+	v->opt.focus = v->opt.ignore = NULL; /* the caller's strings */
+	if (rc)
+		hv_destroy(v);
+	else
+		*out = v;
+	return rc;
+}
+
+void hv_destroy(hv_view *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->nstacks; i++)
+		free((void *)v->stacks[i].stack);
+	free(v->stacks);
+	free(v->sites);
+	free(v->lframes);
+	free(v->hit_focus);
+	free(v->hit_ignore);
+	for (size_t i = 0; i < v->nstrs; i++)
+		free(v->strs[i]);
+	free(v->strs);
+	hv_keymap_free(v->strmap);
+	free(v);
+}
+
+const hv_stat *hv_total(const hv_view *v) { return &v->total; }
+size_t hv_nsites(const hv_view *v) { return v->nsites; }
+const hv_site *hv_site_at(const hv_view *v, size_t i) { return i < v->nsites ? &v->sites[i] : NULL; }
+size_t hv_nstacks(const hv_view *v) { return v->nstacks; }
+const hv_site *hv_stack_at(const hv_view *v, size_t i) { return i < v->nstacks ? &v->stacks[i] : NULL; }
+double hv_rate(const hv_view *v) { return v->rate; }
+bool hv_mixed_rates(const hv_view *v) { return v->mixed; }
+bool hv_view_approximate(const hv_view *v) { return v->approx; }
+const hv_options *hv_view_options(const hv_view *v) { return &v->opt; }
+
+int hv_load_symbolized(const char *const *paths, size_t n, bool symbolize,
+		       ap_profile **out, char *err, size_t errlen)
+{
+	ap_profile *p = NULL, *sp = NULL;
+	int rc = hv_load_profiles(paths, n, &p, err, errlen);
+	if (rc || !symbolize || !sym_symbolize_profile) {
+		*out = p;
+		return rc;
+	}
+	sym_options so;
+	sym_options_default(&so);
+	rc = sym_symbolize_profile(p, &so, &sp, NULL, err, errlen);
+	ap_profile_destroy(p);
+	*out = rc ? NULL : sp;
+	return rc;
+}
+
+int hv_open(const char *const *paths, size_t n, const hv_options *o,
+	    hv_view **out, char *err, size_t errlen)
+{
+	ap_profile *p = NULL;
+	*out = NULL;
+	int rc = hv_load_symbolized(paths, n, o->symbolize, &p, err, errlen);
+	if (rc)
+		return rc;
+	rc = hv_build(p, o, out, err, errlen);
+	if (rc && n == 1 && err && errlen) {
+		/* name the file in the message */
+		char tmp[512];
+		snprintf(tmp, sizeof tmp, "%s: %s", paths[0], err);
+		snprintf(err, errlen, "%s", tmp);
+	}
+	ap_profile_destroy(p);
+	return rc;
+}

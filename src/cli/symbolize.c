@@ -1,0 +1,641 @@
+/*
+ * symbolize.c: libdw symbolization of profile addresses (see symbolize.h).
+ *
+ * One Dwfl session per object file, the file reported at base 0 so that
+ * module addresses are the ELF's own virtual addresses (plus the bias libdwfl
+ * reports). A profile address maps to an ELF address through its mapping:
+ * the PT_LOAD segment holding the mapping's file offset gives the virtual
+ * address of memory_start. Debug information is found by libdwfl's standard
+ * search (build ID under /usr/lib/debug/.build-id/xx/rest.debug, then
+ * .gnu_debuglink). Inline frames come from the DWARF scopes around the
+ * address: each DW_TAG_inlined_subroutine's call_file/call_line is the
+ * position in the function it was inlined into.
+ *
+ * The profile is rewritten through hv_profile_merge_ex, which copies it and
+ * asks this file for each location's lines; results are cached per (file,
+ * ELF address), so each unique address is looked up once however many
+ * processes (ASLR) or locations share it.
+ */
+#define _GNU_SOURCE
+#include "symbolize.h"
+
+#include <dlfcn.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heapview.h"
+
+#define MAX_INLINE 64
+
+void sym_options_default(sym_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->progress = true;
+	o->require_main = true;
+	o->warn = true;
+}
+
+/* ---- demangling ------------------------------------------------------ */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+/* __cxa_demangle from libstdc++, looked up once per process. */
+static cxa_demangle_fn demangler(void)
+{
+	static int tried;
+	static cxa_demangle_fn fn;
+	if (!tried) {
+		tried = 1;
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		if (h)
+			*(void **)&fn = dlsym(h, "__cxa_demangle");
+	}
+	return fn;
+}
+
+/* Drop a Rust legacy hash suffix "::h" + 16 hex digits, in place. */
+static void strip_rust_hash(char *s)
+{
+	size_t n = strlen(s);
+	if (n < 19 || strncmp(s + n - 19, "::h", 3))
+		return;
+	for (size_t i = n - 16; i < n; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return;
+	s[n - 19] = 0;
+}
+
+/*
+ * Drop the parameter list (and trailing qualifiers) of a demangled C++
+ * name: "ns::f(int) const" -> "ns::f", the way profilers show functions.
+ * "(anonymous namespace)" and "operator()" are not parameter lists.
+ */
+static void strip_params(char *s)
+{
+	int angle = 0;
+	for (char *p = s; *p; p++) {
+		if (*p == '<') {
+			angle++;
+		} else if (*p == '>') {
+			angle -= angle > 0;
+		} else if (*p == '(' && angle == 0) {
+			if (!strncmp(p, "(anonymous namespace)", 21)) {
+				p += 20;
+				continue;
+			}
+			if (p >= s + 8 && !strncmp(p - 8, "operator", 8) && p[1] == ')') {
+				p++;
+				continue;
+			}
+			if (p > s) {
+				*p = 0;
+				return;
+			}
+		}
+	}
+}
+
+char *sym_demangle(const char *name)
+{
+	if (!name || strncmp(name, "_Z", 2))
+		return NULL; /* Rust v0 (_R...) is left mangled: no demangler */
+	cxa_demangle_fn fn = demangler();
+	int status = -1;
+	char *d = fn ? fn(name, NULL, NULL, &status) : NULL;
+	if (!d || status) {
+		free(d);
+		return NULL;
+	}
+	strip_rust_hash(d);
+	strip_params(d);
+	return d;
+}
+
+/* ---- object files ---------------------------------------------------- */
+
+struct symfile {
+	char *path, *build_id; /* as in the profile */
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	bool usable;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+};
+
+/* A cached lookup: lines[first .. first+n) in the context's arrays. */
+struct symres {
+	size_t first, n;
+};
+
+struct symctx {
+	const sym_options *o;
+	struct symfile *files;
+	size_t nfiles;
+	hv_keymap *filemap; /* path \0 build_id -> files index */
+	hv_keymap *cache;   /* (file, ELF addr) -> results index */
+	struct symres *res;
+	size_t nres, capres;
+	hv_sym_line *lines; /* cached lines; names in strs */
+	size_t nlines, caplines;
+	char **strs;
+	size_t nstrs, capstrs;
+	hv_keymap *strmap;
+	hv_sym_line cur[MAX_INLINE]; /* lines handed to the merger */
+	sym_stats st;
+	size_t total_locs, done_locs;
+	struct timespec t0;
+	bool progress_shown, oom;
+	const char *main_path; /* first mapping with samples */
+	char *err;
+	size_t errlen;
+	int fail;
+};
+
+static void warnf(struct symctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void warnf(struct symctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (!c->o->warn)
+		return;
+	if (c->progress_shown) {
+		fputs("\r\033[K", stderr);
+		c->progress_shown = false;
+	}
+	fputs("allocprof: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static char *hex(const unsigned char *b, int n)
+{
+	char *s = malloc((size_t)n * 2 + 1);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", b[i]);
+	s[2 * n] = 0;
+	return s;
+}
+
+/* "/usr/lib/debug/.build-id/ab/cdef....debug" for a hex build ID. */
+static char *build_id_path(const char *root, const char *id)
+{
+	char *p = NULL;
+	if (strlen(id) < 4 || asprintf(&p, "%s/.build-id/%.2s/%s.debug", root, id,
+				       id + 2) < 0)
+		return NULL;
+	return p;
+}
+
+static bool open_dwfl(struct symfile *f, const char *elf_path,
+		      const sym_options *o)
+{
+	f->cb.find_elf = dwfl_build_id_find_elf;
+	f->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	f->cb.section_address = dwfl_offline_section_address;
+	if (o->debug_dir && asprintf(&f->debuginfo_path, "+:.debug:%s:/usr/lib/debug",
+				     o->debug_dir) < 0)
+		f->debuginfo_path = NULL;
+	f->cb.debuginfo_path = f->debuginfo_path ? &f->debuginfo_path : NULL;
+	f->dwfl = dwfl_begin(&f->cb);
+	if (!f->dwfl)
+		return false;
+	dwfl_report_begin(f->dwfl);
+	f->mod = dwfl_report_elf(f->dwfl, elf_path, elf_path, -1, 0, false);
+	dwfl_report_end(f->dwfl, NULL, NULL);
+	return f->mod && dwfl_module_getelf(f->mod, &f->bias);
+}
+
+/* Open path (or its build-ID debug file) and check the build ID once. */
+static void open_file(struct symctx *c, struct symfile *f)
+{
+	const char *path = f->path;
+	char *alt = NULL;
+	struct stat sb;
+	if (stat(path, &sb) != 0) {
+		const char *root = c->o->debug_dir ? c->o->debug_dir : "/usr/lib/debug";
+		alt = *f->build_id ? build_id_path(root, f->build_id) : NULL;
+		if (!alt || stat(alt, &sb) != 0) {
+			int e = errno;
+			free(alt);
+			c->st.mappings_skipped++;
+			if (c->main_path && !strcmp(c->main_path, f->path) &&
+			    c->o->require_main) {
+				snprintf(c->err, c->errlen,
+					 "%s: %s (the profiled program is needed to "
+					 "symbolize; use --no-symbolize for addresses)",
+					 f->path, strerror(e));
+				c->fail = AP_ENOTFOUND;
+			} else {
+				warnf(c, "%s: %s; its frames stay unsymbolized",
+				      f->path, strerror(e));
+			}
+			return;
+		}
+		path = alt;
+	}
+	if (!open_dwfl(f, path, c->o)) {
+		warnf(c, "%s: cannot read ELF file: %s; its frames stay unsymbolized",
+		      path, dwfl_errmsg(-1));
+		c->st.mappings_skipped++;
+		free(alt);
+		return;
+	}
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(f->mod, &bits, &vaddr);
+	char *have = n > 0 ? hex(bits, n) : NULL;
+	if (*f->build_id && have && strcasecmp(have, f->build_id)) {
+		warnf(c, "%s: build ID %s differs from the profile's %s (the file "
+		      "changed since profiling); its frames stay unsymbolized",
+		      path, have, f->build_id);
+		c->st.mappings_skipped++;
+	} else {
+		f->usable = true;
+	}
+	free(have);
+	free(alt);
+}
+
+static struct symfile *file_for(struct symctx *c, const char *path,
+				const char *build_id)
+{
+	size_t lp = strlen(path), lb = strlen(build_id);
+	char *key = malloc(lp + lb + 2);
+	if (!key)
+		return NULL;
+	memcpy(key, path, lp + 1);
+	memcpy(key + lp + 1, build_id, lb + 1);
+	size_t i = hv_keymap_get(c->filemap, key, lp + lb + 2);
+	if (i == SIZE_MAX) {
+		struct symfile *nf = realloc(c->files, (c->nfiles + 1) * sizeof *nf);
+		if (!nf) {
+			free(key);
+			return NULL;
+		}
+		c->files = nf;
+		i = c->nfiles;
+		memset(&nf[i], 0, sizeof nf[i]);
+		nf[i].path = strdup(path);
+		nf[i].build_id = strdup(build_id);
+		if (!nf[i].path || !nf[i].build_id ||
+		    hv_keymap_put(c->filemap, key, lp + lb + 2, i)) {
+			free(nf[i].path);
+			free(nf[i].build_id);
+			free(key);
+			return NULL;
+		}
+		c->nfiles++;
+		open_file(c, &nf[i]);
+	}
+	free(key);
+	return &c->files[i];
+}
+
+/* ---- address lookup -------------------------------------------------- */
+
+/* A stable copy of s (deduplicated); NULL stays NULL. */
+static const char *keep(struct symctx *c, hv_keymap *m, const char *s)
+{
+	if (!s)
+		return "";
+	size_t n = strlen(s), i = hv_keymap_get(m, s, n);
+	if (i != SIZE_MAX)
+		return c->strs[i];
+	if (c->nstrs == c->capstrs) {
+		size_t cap = c->capstrs ? 2 * c->capstrs : 256;
+		char **ns = realloc(c->strs, cap * sizeof *ns);
+		if (!ns)
+			goto oom;
+		c->strs = ns;
+		c->capstrs = cap;
+	}
+	char *d = strdup(s);
+	if (!d || hv_keymap_put(m, s, n, c->nstrs)) {
+		free(d);
+		goto oom;
+	}
+	c->strs[c->nstrs++] = d;
+	return d;
+oom:
+	c->oom = true;
+	return "";
+}
+
+/* Linkage name (mangled) of a DIE, following abstract_origin/specification. */
+static const char *die_linkage(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		return dwarf_formstring(&a);
+	return NULL;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	return dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a)
+							  : NULL;
+}
+
+struct rawframe {
+	char *name;          /* malloc'd display name */
+	const char *sysname; /* mangled, or NULL */
+	const char *file;
+	int line, col;
+};
+
+/* Display name: demangled linkage name, else plain name, else symbol. */
+static char *display_name(const char *linkage, const char *plain)
+{
+	char *d = linkage ? sym_demangle(linkage) : NULL;
+	if (d)
+		return d;
+	if (plain)
+		return strdup(plain);
+	return linkage ? strdup(linkage) : NULL;
+}
+
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *inl)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (!dwarf_attr(inl, DW_AT_call_file, &a) || dwarf_formudata(&a, &idx) ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static int attr_int(Dwarf_Die *d, int name)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	return dwarf_attr(d, name, &a) && !dwarf_formudata(&a, &v) ? (int)v : 0;
+}
+
+/* Frames at module address a, innermost first; returns how many. */
+static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *out)
+{
+	size_t n = 0;
+	int line = 0, col = 0;
+	Dwfl_Line *ln = dwfl_module_getsrc(f->mod, a);
+	const char *file = ln ? dwfl_lineinfo(ln, NULL, &line, &col, NULL, NULL) : NULL;
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *symname = dwfl_module_addrinfo(f->mod, a, &off, &sym, NULL,
+						   NULL, NULL);
+	Dwarf_Addr dbias;
+	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, &dbias);
+	Dwarf_Die *scopes = NULL;
+	int ns = cu ? dwarf_getscopes(cu, a - dbias, &scopes) : 0;
+	for (int i = 0; i < ns && n < MAX_INLINE; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		const char *link = die_linkage(&scopes[i]);
+		bool outer = tag == DW_TAG_subprogram;
+		/* the outermost function: the ELF symbol is authoritative */
+		if (outer && symname && !link && !die_name(&scopes[i]))
+			link = symname;
+		out[n] = (struct rawframe){display_name(link, die_name(&scopes[i])),
+					   link, file, line, col};
+		if (!out[n].name)
+			break;
+		n++;
+		if (outer)
+			break;
+		file = call_file(cu, &scopes[i]);
+		line = attr_int(&scopes[i], DW_AT_call_line);
+		col = attr_int(&scopes[i], DW_AT_call_column);
+	}
+	free(scopes);
+	if (n == 0 && symname) {
+		out[0] = (struct rawframe){display_name(symname, NULL), symname,
+					   file, line, col};
+		n = out[0].name ? 1 : 0;
+	}
+	return n;
+}
+
+/* ELF virtual address of a profile address, through its mapping. */
+static bool elf_address(struct symfile *f, const ap_mapping *m, uint64_t addr,
+			GElf_Addr *out)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(f->mod, &bias);
+	size_t nph;
+	if (!elf || elf_getphdrnum(elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (m->file_offset < ph.p_offset ||
+		    m->file_offset >= ph.p_offset + (ph.p_filesz ? ph.p_filesz : 1))
+			continue;
+		GElf_Addr start_vaddr = ph.p_vaddr + (m->file_offset - ph.p_offset);
+		*out = addr - m->memory_start + start_vaddr + bias;
+		return true;
+	}
+	return false;
+}
+
+static int add_result(struct symctx *c, struct rawframe *rf, size_t n)
+{
+	if (c->nres == c->capres) {
+		size_t cap = c->capres ? 2 * c->capres : 256;
+		struct symres *nr = realloc(c->res, cap * sizeof *nr);
+		if (!nr)
+			return AP_ENOMEM;
+		c->res = nr;
+		c->capres = cap;
+	}
+	while (c->nlines + n > c->caplines) {
+		size_t cap = c->caplines ? 2 * c->caplines : 1024;
+		hv_sym_line *nl = realloc(c->lines, cap * sizeof *nl);
+		if (!nl)
+			return AP_ENOMEM;
+		c->lines = nl;
+		c->caplines = cap;
+	}
+	c->res[c->nres++] = (struct symres){c->nlines, n};
+	return 0;
+}
+
+/* Look up (file, ELF address) once; index of the cached result. */
+static int resolve(struct symctx *c, struct symfile *f, size_t fi,
+		   GElf_Addr a, size_t *ri)
+{
+	uint64_t key[2] = {fi, a};
+	*ri = hv_keymap_get(c->cache, key, sizeof key);
+	if (*ri != SIZE_MAX)
+		return 0;
+	struct rawframe rf[MAX_INLINE];
+	size_t n = lookup_frames(f, a, rf);
+	int rc = add_result(c, rf, n);
+	for (size_t i = 0; i < n; i++) {
+		if (!rc) {
+			hv_sym_line *l = &c->lines[c->nlines++];
+			l->name = keep(c, c->strmap, rf[i].name);
+			l->system_name = keep(c, c->strmap, rf[i].sysname);
+			l->file = keep(c, c->strmap, rf[i].file);
+			l->line = rf[i].line;
+			l->column = rf[i].col;
+		}
+		free(rf[i].name);
+	}
+	if (rc || c->oom)
+		return AP_ENOMEM;
+	*ri = c->nres - 1;
+	c->st.addresses++;
+	c->st.resolved += n > 0;
+	return hv_keymap_put(c->cache, key, sizeof key, *ri);
+}
+
+static double elapsed(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static void progress(struct symctx *c)
+{
+	c->done_locs++;
+	if (!c->o->progress || (c->done_locs & 255) || !isatty(2))
+		return;
+	if (elapsed(&c->t0) > 1.0) {
+		fprintf(stderr, "\rallocprof: symbolizing %zu/%zu locations", c->done_locs,
+			c->total_locs);
+		c->progress_shown = true;
+	}
+}
+
+/* The symbolizable file behind a mapping, or NULL. */
+static struct symfile *mapping_file(struct symctx *c, const ap_profile *in,
+				    const ap_mapping *m, size_t *fi)
+{
+	const char *path = ap_profile_string(in, m->filename);
+	if (m->has_functions || !*path || path[0] == '[')
+		return NULL;
+	struct symfile *f = file_for(c, path, ap_profile_string(in, m->build_id));
+	if (!f) {
+		c->oom = true;
+		return NULL;
+	}
+	*fi = (size_t)(f - c->files);
+	return f->usable ? f : NULL;
+}
+
+static int on_location(void *ctx, const ap_profile *in, const ap_location *l,
+		       const hv_sym_line **lines, size_t *n)
+{
+	struct symctx *c = ctx;
+	size_t fi, ri;
+	GElf_Addr a;
+	*lines = NULL;
+	*n = 0;
+	progress(c);
+	if (l->nlines || !l->mapping_id)
+		return c->fail;
+	const ap_mapping *m = ap_profile_mapping(in, l->mapping_id);
+	struct symfile *f = m ? mapping_file(c, in, m, &fi) : NULL;
+	if (c->fail || c->oom)
+		return c->fail ? c->fail : AP_ENOMEM;
+	if (!f || !elf_address(f, m, l->address, &a))
+		return 0;
+	int rc = resolve(c, f, fi, a, &ri);
+	if (rc)
+		return rc;
+	const struct symres *r = &c->res[ri];
+	if (r->n == 0)
+		return 0;
+	memcpy(c->cur, c->lines + r->first, r->n * sizeof *c->cur);
+	*lines = c->cur;
+	*n = r->n;
+	return 0;
+}
+
+static void on_mapping(void *ctx, const ap_profile *in, ap_mapping *m)
+{
+	struct symctx *c = ctx;
+	size_t fi;
+	if (c->fail || m->has_functions || !mapping_file(c, in, m, &fi))
+		return;
+	m->has_functions = m->has_filenames = m->has_line_numbers = true;
+	m->has_inline_frames = true;
+}
+
+int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
+			  ap_profile **out, sym_stats *stats, char *err,
+			  size_t errlen)
+{
+	static char dummy[1];
+	struct symctx c = {.o = o, .err = err ? err : dummy,
+			   .errlen = err ? errlen : sizeof dummy};
+	*out = NULL;
+	c.filemap = hv_keymap_new();
+	c.cache = hv_keymap_new();
+	c.strmap = hv_keymap_new();
+	clock_gettime(CLOCK_MONOTONIC, &c.t0);
+	c.total_locs = in->nlocations;
+	for (size_t i = 0; i < in->nmappings; i++) {
+		/* the program itself: the first mapping with a real file */
+		const char *p = ap_profile_string(in, in->mappings[i].filename);
+		if (*p && p[0] != '[') {
+			if (!in->mappings[i].has_functions)
+				c.main_path = p;
+			break;
+		}
+	}
+	int rc = AP_ENOMEM;
+	if (c.filemap && c.cache && c.strmap) {
+		hv_rewrite rw = {on_location, on_mapping, &c};
+		ap_profile *const one[1] = {(ap_profile *)in};
+		rc = hv_profile_merge_ex(one, 1, &rw, out, err, errlen);
+		if (c.fail)
+			rc = c.fail; /* err already says why */
+	}
+	if (c.progress_shown)
+		fputs("\r\033[K", stderr);
+	if (stats)
+		*stats = c.st;
+	for (size_t i = 0; i < c.nfiles; i++) {
+		if (c.files[i].dwfl)
+			dwfl_end(c.files[i].dwfl);
+		free(c.files[i].path);
+		free(c.files[i].build_id);
+		free(c.files[i].debuginfo_path);
+	}
+	free(c.files);
+	for (size_t i = 0; i < c.nstrs; i++)
+		free(c.strs[i]);
+	free(c.strs);
+	free(c.res);
+	free(c.lines);
+	hv_keymap_free(c.filemap);
+	hv_keymap_free(c.cache);
+	hv_keymap_free(c.strmap);
+	if (rc && *out) {
+		ap_profile_destroy(*out);
+		*out = NULL;
+	}
+	return rc;
+}
