@@ -113,7 +113,7 @@ static double lentz(double b0, cf_term_fn term, const void *ctx)
 /* ---- incomplete beta -------------------------------------------------- */
 
 struct beta_cf {
-	double a, b, x;
+	double a, b, x, y; /* y = 1 - x, exact as the caller knows it */
 };
 
 /*
@@ -121,17 +121,57 @@ struct beta_cf {
  * d_{2k+1} = -(a+k)(a+b+k) x / ((a+2k)(a+2k+1)),
  * d_{2k}   = k (b-k) x / ((a+2k-1)(a+2k))   (DLMF 8.17.22).
  */
-static void beta_term(const void *ctx, int m, double *num, double *den)
+static double beta_d(const struct beta_cf *p, int m)
+{
+	double k = (double)(m / 2), a = p->a, b = p->b;
+	if (m % 2) /* m = 2k + 1 */
+		return -(a + k) * (a + b + k) * p->x /
+		       ((a + 2 * k) * (a + 2 * k + 1));
+	return k * (b - k) * p->x / ((a + 2 * k - 1) * (a + 2 * k));
+}
+
+/*
+ * e_m = 1 + d_m for odd m. After the symmetry swap x is close to 1 and d_m
+ * close to -1, so 1 + d_m would cancel and lose the digits of the small
+ * 1 - x (at p = 1e-9 the NB CDF came out ~1e-6 wrong). Expanded with
+ * y = 1 - x it is
+ *   [a(2k+1-b) + k(3k+2-b) + (a+k)(a+b+k) y] / ((a+2k)(a+2k+1)),
+ * free of that cancellation. For x <= 1/2, 1 + d_m is already accurate.
+ */
+static double beta_e(const struct beta_cf *p, int m)
+{
+	if (p->x <= 0.5)
+		return 1.0 + beta_d(p, m);
+	double k = (double)(m / 2), a = p->a, b = p->b;
+	return (a * (2 * k + 1 - b) + k * (3 * k + 2 - b) +
+		(a + k) * (a + b + k) * p->y) /
+	       ((a + 2 * k) * (a + 2 * k + 1));
+}
+
+/*
+ * The fraction contracted so every 1 + d_odd appears as e_odd: with
+ * S_m = 1 + d_m / S_{m+1}, the identity S_m = 1 + d_m - d_m d_{m+1} /
+ * (S_{m+2} + d_{m+1}) gives W_k = S_{2k} + d_{2k-1} =
+ * e_{2k-1} + d_{2k} - d_{2k} d_{2k+1} / W_{k+1}, and the whole fraction is
+ * S_1 = (e_1 + t) / (1 + t), t = d_2 - d_2 d_3 / W_2. W_2 is evaluated by
+ * Lentz with partial denominators e_{2j+3} + d_{2j+4} and numerators
+ * -d_{2j+2} d_{2j+3}.
+ */
+static void beta_w_term(const void *ctx, int j, double *num, double *den)
 {
 	const struct beta_cf *p = ctx;
-	double k = (double)(m / 2);
-	if (m % 2) /* m = 2k + 1 */
-		*num = -(p->a + k) * (p->a + p->b + k) * p->x /
-		       ((p->a + 2 * k) * (p->a + 2 * k + 1));
-	else
-		*num = k * (p->b - k) * p->x /
-		       ((p->a + 2 * k - 1) * (p->a + 2 * k));
-	*den = 1.0;
+	*num = -beta_d(p, 2 * j + 2) * beta_d(p, 2 * j + 3);
+	*den = beta_e(p, 2 * j + 3) + beta_d(p, 2 * j + 4);
+}
+
+static double beta_fraction(const struct beta_cf *p)
+{
+	double d2 = beta_d(p, 2), t = d2;
+	if (d2 != 0) { /* b = 1 ends the fraction at d_1 */
+		double w2 = lentz(beta_e(p, 3) + beta_d(p, 4), beta_w_term, p);
+		t = d2 - d2 * beta_d(p, 3) / w2;
+	}
+	return (beta_e(p, 1) + t) / (1.0 + t);
 }
 
 /* log of x^a y^b / (a B(a, b)), y = 1 - x, in the Stirling form above. */
@@ -149,9 +189,8 @@ static double betainc_cf(double a, double b, double x, double y)
 	double lfront = beta_log_front(a, b, x, y);
 	if (lfront < -745.0)
 		return 0.0; /* below the smallest subnormal */
-	struct beta_cf ctx = {a, b, x};
-	double k = lentz(1.0, beta_term, &ctx);
-	return exp(lfront) / k;
+	struct beta_cf ctx = {a, b, x, y};
+	return exp(lfront) / beta_fraction(&ctx);
 }
 
 double ap_betainc(double a, double b, double x)
@@ -217,24 +256,35 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 	if (!(a > 0) || isinf(a) || !(target > 0) || !(target < 1))
 		return NAN;
 	/*
-	 * Bracket then bisect. P(a, x) rises in x; solve in the tail the
-	 * caller names so small targets keep their relative precision.
+	 * Bracket by doubling or halving from x = a + 1, so that lo >= hi / 2,
+	 * then bisect. P(a, x) rises in x; solve in the tail the caller names
+	 * so small targets keep their relative precision.
 	 */
-	double lo = 0, hi = a + 1;
-	for (;;) {
-		double v = specfun_gammainc(a, hi, upper);
+	double lo = a + 1, hi = a + 1;
+	double v = specfun_gammainc(a, lo, upper);
+	if (isnan(v))
+		return NAN;
+	bool below = upper ? v > target : v < target; /* x too small */
+	while ((upper ? v > target : v < target) == below) {
+		if (below) {
+			lo = hi;
+			hi *= 2;
+			if (isinf(hi))
+				return NAN;
+			v = specfun_gammainc(a, hi, upper);
+		} else {
+			hi = lo;
+			lo *= 0.5;
+			if (lo == 0)
+				return 0.0; /* below the smallest double */
+			v = specfun_gammainc(a, lo, upper);
+		}
 		if (isnan(v))
-			return NAN;
-		if (upper ? v < target : v > target)
-			break;
-		lo = hi;
-		hi *= 2;
-		if (isinf(hi))
 			return NAN;
 	}
 	for (int i = 0; i < 200 && hi - lo > 1e-14 * hi; i++) {
 		double mid = 0.5 * (lo + hi);
-		double v = specfun_gammainc(a, mid, upper);
+		v = specfun_gammainc(a, mid, upper);
 		if (upper ? v > target : v < target)
 			lo = mid;
 		else
