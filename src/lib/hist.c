@@ -1,0 +1,487 @@
+/*
+ * hist.c: the live log-linear histogram: creation, lock-free recording into
+ * the shared histogram (relaxed atomic read-modify-writes) and into
+ * per-thread recorders (single writer: relaxed load + store, no RMW), lazy
+ * per-exponent counter arrays installed by compare-and-swap, reset, memory
+ * accounting and taking a snapshot that merges the shared counters with
+ * every recorder. Queries live in hist_query.c.
+ *
+ * One recording routine serves both flavours: core_add() takes a constant
+ * `shared` flag and is always inlined, so each caller gets straight-line code
+ * with either atomic RMWs (shared) or plain load/add/store (recorder). The
+ * recorder still uses atomic loads and stores so that a snapshot taken from
+ * another thread is race-free (ThreadSanitizer-clean); on x86 and ARM64 a
+ * relaxed atomic load/store is an ordinary move.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "hist_internal.h"
+
+#define RLX memory_order_relaxed
+
+/* ---- Bucketing (public helpers) ----------------------------------------- */
+
+unsigned ap_hist_sigbits_for_digits(double digits)
+{
+	if (!(digits > 0.0) || !isfinite(digits))
+		return 0;
+	/* 2^-s <= 10^-d  <=>  s >= d * log2(10); 1e-12 absorbs rounding of d. */
+	double need = digits * 3.321928094887362 - 1e-12;
+	for (unsigned s = AP_HIST_SIGBITS_MIN; s <= AP_HIST_SIGBITS_MAX; s++)
+		if ((double)s >= need)
+			return s;
+	return 0;
+}
+
+uint32_t ap_hist_key_count(unsigned sigbits)
+{
+	return hist_sigbits_ok(sigbits) ? hist_nkeys(sigbits) : 0;
+}
+
+uint32_t ap_hist_value_to_key(unsigned sigbits, uint64_t v)
+{
+	return hist_key(sigbits, v);
+}
+
+int ap_hist_key_bounds(unsigned sigbits, uint32_t key, uint64_t *lo,
+		       uint64_t *hi)
+{
+	if (!hist_sigbits_ok(sigbits) || key >= hist_nkeys(sigbits))
+		return AP_EINVAL;
+	hist_bounds(sigbits, key, lo, hi);
+	return 0;
+}
+
+const ap_allocator *hist_alloc_or_libc(const ap_allocator *a)
+{
+	return a ? a : ap_allocator_libc();
+}
+
+/* ---- Counters ----------------------------------------------------------- */
+
+static inline void cnt_add(_Atomic uint64_t *p, uint64_t n, bool shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(p, n, RLX);
+	else
+		atomic_store_explicit(p, atomic_load_explicit(p, RLX) + n, RLX);
+}
+
+/* Add x to the 128-bit counter (lo, hi). Returns true if it overflowed. */
+static inline bool add128(_Atomic uint64_t *lo, _Atomic uint64_t *hi,
+			  hist_u128 x, bool shared)
+{
+	uint64_t xl = (uint64_t)x, xh = (uint64_t)(x >> 64);
+	uint64_t old;
+	if (shared) {
+		old = atomic_fetch_add_explicit(lo, xl, RLX);
+	} else {
+		old = atomic_load_explicit(lo, RLX);
+		atomic_store_explicit(lo, old + xl, RLX);
+	}
+	uint64_t carry = old + xl < old;
+	if (AP_LIKELY(!(xh | carry)))
+		return false;
+	uint64_t add = xh + carry, oh;
+	bool wrap = add < xh;
+	if (shared) {
+		oh = atomic_fetch_add_explicit(hi, add, RLX);
+	} else {
+		oh = atomic_load_explicit(hi, RLX);
+		atomic_store_explicit(hi, oh + add, RLX);
+	}
+	return wrap || oh + add < oh;
+}
+
+static inline void atomic_min(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t m = atomic_load_explicit(p, RLX);
+	while (v < m && !atomic_compare_exchange_weak_explicit(p, &m, v, RLX, RLX)) {
+	}
+}
+
+static inline void atomic_max(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t m = atomic_load_explicit(p, RLX);
+	while (v > m && !atomic_compare_exchange_weak_explicit(p, &m, v, RLX, RLX)) {
+	}
+}
+
+static void core_init(struct hist_core *c, unsigned sigbits)
+{
+	memset(c, 0, sizeof *c);
+	c->sigbits = sigbits;
+	atomic_init(&c->min, UINT64_MAX);
+}
+
+/*
+ * Slow path: allocate chunk ci and install it with CAS; when another thread
+ * won the race, free our copy and use the winner's. (A recorder has one
+ * writer, so its CAS never fails; one routine serves both.)
+ */
+static __attribute__((noinline)) _Atomic uint64_t *
+core_install_chunk(struct hist_core *c, const ap_allocator *a, unsigned ci)
+{
+	size_t bytes = sizeof(_Atomic uint64_t) << c->sigbits;
+	_Atomic uint64_t *mem = a->alloc(a->ctx, bytes);
+	if (!mem)
+		return NULL;
+	memset(mem, 0, bytes);
+	_Atomic uint64_t *expect = NULL;
+	if (!atomic_compare_exchange_strong_explicit(&c->chunk[ci], &expect, mem,
+						     memory_order_release,
+						     memory_order_acquire)) {
+		a->free(a->ctx, mem, bytes);
+		return expect;
+	}
+	atomic_fetch_add_explicit(&c->chunk_bytes, bytes, RLX);
+	return mem;
+}
+
+static inline __attribute__((always_inline)) int
+core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
+	 bool shared)
+{
+	unsigned s = c->sigbits;
+	uint32_t key = hist_key(s, v);
+	_Atomic uint64_t *ch =
+		atomic_load_explicit(&c->chunk[key >> s], memory_order_acquire);
+	if (AP_UNLIKELY(!ch)) {
+		ch = core_install_chunk(c, a, key >> s);
+		if (!ch) {
+			atomic_fetch_add_explicit(&c->dropped, n, RLX);
+			return AP_ENOMEM;
+		}
+	}
+	cnt_add(&ch[key & ((UINT32_C(1) << s) - 1)], n, shared);
+	add128(&c->sum_lo, &c->sum_hi, (hist_u128)v * n, shared);
+
+	hist_u128 sq = (hist_u128)v * v;
+	bool sat = n != 1 && __builtin_mul_overflow(sq, (hist_u128)n, &sq);
+	if (AP_UNLIKELY(sat) || add128(&c->sq_lo, &c->sq_hi, sq, shared))
+		atomic_store_explicit(&c->sq_sat, 1, RLX);
+
+	if (shared) {
+		atomic_min(&c->min, v);
+		atomic_max(&c->max, v);
+	} else {
+		if (v < atomic_load_explicit(&c->min, RLX))
+			atomic_store_explicit(&c->min, v, RLX);
+		if (v > atomic_load_explicit(&c->max, RLX))
+			atomic_store_explicit(&c->max, v, RLX);
+	}
+	return 0;
+}
+
+/*
+ * Weighted record: integer part exactly, fraction into a 32.32 fixed-point
+ * carry. The carry is only ever increased by an amount below 2^32, so
+ * "the low 32 bits overflowed" is exactly "a whole unit accumulated", even
+ * after the 64-bit word itself wraps.
+ */
+static int core_add_weight(struct hist_core *c, const ap_allocator *a,
+			   uint64_t v, double w, bool shared)
+{
+	if (!(w >= 0.0) || !(w < 9223372036854775808.0))
+		return AP_EINVAL;
+	uint64_t n = (uint64_t)w;
+	uint64_t f = (uint64_t)((w - (double)n) * 4294967296.0 + 0.5);
+	if (f >= UINT64_C(1) << 32) {
+		n++;
+		f = 0;
+	}
+	if (f) {
+		uint64_t old;
+		if (shared) {
+			old = atomic_fetch_add_explicit(&c->carry, f, RLX);
+		} else {
+			old = atomic_load_explicit(&c->carry, RLX);
+			atomic_store_explicit(&c->carry, old + f, RLX);
+		}
+		n += ((old & 0xffffffffu) + f) >> 32;
+	}
+	return n ? core_add(c, a, v, n, shared) : 0;
+}
+
+/* ---- The shared histogram ----------------------------------------------- */
+
+int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
+{
+	if (!out || !hist_sigbits_ok(sigbits))
+		return AP_EINVAL;
+	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	ap_hist *h = a->alloc(a->ctx, sizeof *h);
+	if (!h)
+		return AP_ENOMEM;
+	core_init(&h->core, sigbits);
+	h->alloc = *a;
+	atomic_init(&h->recorders, NULL);
+	*out = h;
+	return 0;
+}
+
+static void core_free(struct hist_core *c, const ap_allocator *a)
+{
+	size_t bytes = sizeof(_Atomic uint64_t) << c->sigbits;
+	for (unsigned i = 0; i < HIST_CHUNKS; i++) {
+		_Atomic uint64_t *ch = atomic_load_explicit(&c->chunk[i], RLX);
+		if (ch)
+			a->free(a->ctx, ch, bytes);
+	}
+}
+
+void ap_hist_destroy(ap_hist *h)
+{
+	if (!h)
+		return;
+	ap_allocator a = h->alloc;
+	ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
+						   memory_order_acquire);
+	while (r) {
+		ap_hist_recorder *next = r->next;
+		core_free(&r->core, &a);
+		a.free(a.ctx, r, sizeof *r);
+		r = next;
+	}
+	core_free(&h->core, &a);
+	a.free(a.ctx, h, sizeof *h);
+}
+
+unsigned ap_hist_sigbits(const ap_hist *h)
+{
+	return h->core.sigbits;
+}
+
+int ap_hist_add(ap_hist *h, uint64_t v)
+{
+	return core_add(&h->core, &h->alloc, v, 1, true);
+}
+
+int ap_hist_add_n(ap_hist *h, uint64_t v, uint64_t n)
+{
+	return n ? core_add(&h->core, &h->alloc, v, n, true) : 0;
+}
+
+int ap_hist_add_weight(ap_hist *h, uint64_t v, double w)
+{
+	return core_add_weight(&h->core, &h->alloc, v, w, true);
+}
+
+size_t ap_hist_memory(const ap_hist *h)
+{
+	size_t total = sizeof *h +
+		       atomic_load_explicit(&h->core.chunk_bytes, RLX);
+	for (const ap_hist_recorder *r = atomic_load_explicit(
+		     &h->recorders, memory_order_acquire);
+	     r; r = r->next)
+		total += sizeof *r +
+			 atomic_load_explicit(&r->core.chunk_bytes, RLX);
+	return total;
+}
+
+static void core_reset(struct hist_core *c)
+{
+	uint32_t per = UINT32_C(1) << c->sigbits;
+	for (unsigned i = 0; i < HIST_CHUNKS; i++) {
+		_Atomic uint64_t *ch =
+			atomic_load_explicit(&c->chunk[i], memory_order_acquire);
+		for (uint32_t k = 0; ch && k < per; k++)
+			atomic_store_explicit(&ch[k], 0, RLX);
+	}
+	atomic_store_explicit(&c->min, UINT64_MAX, RLX);
+	atomic_store_explicit(&c->max, 0, RLX);
+	atomic_store_explicit(&c->sum_lo, 0, RLX);
+	atomic_store_explicit(&c->sum_hi, 0, RLX);
+	atomic_store_explicit(&c->sq_lo, 0, RLX);
+	atomic_store_explicit(&c->sq_hi, 0, RLX);
+	atomic_store_explicit(&c->sq_sat, 0, RLX);
+	atomic_store_explicit(&c->carry, 0, RLX);
+	atomic_store_explicit(&c->dropped, 0, RLX);
+}
+
+void ap_hist_reset(ap_hist *h)
+{
+	core_reset(&h->core);
+	for (ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
+							memory_order_acquire);
+	     r; r = r->next)
+		core_reset(&r->core);
+}
+
+int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n)
+{
+	struct hist_core *c = &h->core;
+	unsigned s = c->sigbits;
+	_Atomic uint64_t *ch =
+		atomic_load_explicit(&c->chunk[key >> s], memory_order_acquire);
+	if (!ch && !(ch = core_install_chunk(c, &h->alloc, key >> s)))
+		return AP_ENOMEM;
+	cnt_add(&ch[key & ((UINT32_C(1) << s) - 1)], n, true);
+	return 0;
+}
+
+void hist_add_scalars(ap_hist *h, const ap_hist_snap *src)
+{
+	struct hist_core *c = &h->core;
+	if (src->count) {
+		atomic_min(&c->min, src->min);
+		atomic_max(&c->max, src->max);
+	}
+	add128(&c->sum_lo, &c->sum_hi, src->sum, true);
+	if (src->sq_sat || add128(&c->sq_lo, &c->sq_hi, src->sumsq, true))
+		atomic_store_explicit(&c->sq_sat, 1, RLX);
+	atomic_fetch_add_explicit(&c->dropped, src->dropped, RLX);
+}
+
+/* ---- Per-thread recorders ----------------------------------------------- */
+
+int ap_hist_recorder_get(ap_hist *h, ap_hist_recorder **out)
+{
+	if (!h || !out)
+		return AP_EINVAL;
+	/* Reuse a released recorder: claim it by flipping in_use with CAS. */
+	for (ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
+							memory_order_acquire);
+	     r; r = r->next) {
+		bool expect = false;
+		if (atomic_compare_exchange_strong_explicit(
+			    &r->in_use, &expect, true, memory_order_acquire,
+			    RLX)) {
+			*out = r;
+			return 0;
+		}
+	}
+	ap_hist_recorder *r = h->alloc.alloc(h->alloc.ctx, sizeof *r);
+	if (!r)
+		return AP_ENOMEM;
+	core_init(&r->core, h->core.sigbits);
+	r->parent = h;
+	atomic_init(&r->in_use, true);
+	/* Lock-free push; a recorder is never unlinked before destroy. */
+	ap_hist_recorder *head = atomic_load_explicit(&h->recorders, RLX);
+	do
+		r->next = head;
+	while (!atomic_compare_exchange_weak_explicit(
+		&h->recorders, &head, r, memory_order_release, RLX));
+	*out = r;
+	return 0;
+}
+
+void ap_hist_recorder_release(ap_hist_recorder *r)
+{
+	if (r)
+		atomic_store_explicit(&r->in_use, false, memory_order_release);
+}
+
+int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
+{
+	return core_add(&r->core, &r->parent->alloc, v, 1, false);
+}
+
+int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n)
+{
+	return n ? core_add(&r->core, &r->parent->alloc, v, n, false) : 0;
+}
+
+int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v, double w)
+{
+	return core_add_weight(&r->core, &r->parent->alloc, v, w, false);
+}
+
+/* ---- Snapshot ----------------------------------------------------------- */
+
+/* Fold one core's scalar counters into the snapshot. */
+static void snap_fold_scalars(ap_hist_snap *s, const struct hist_core *c)
+{
+	uint64_t mn = atomic_load_explicit(&c->min, RLX);
+	uint64_t mx = atomic_load_explicit(&c->max, RLX);
+	if (mn < s->min)
+		s->min = mn;
+	if (mx > s->max)
+		s->max = mx;
+	hist_u128 sum = (hist_u128)atomic_load_explicit(&c->sum_hi, RLX) << 64 |
+			atomic_load_explicit(&c->sum_lo, RLX);
+	hist_u128 sq = (hist_u128)atomic_load_explicit(&c->sq_hi, RLX) << 64 |
+		       atomic_load_explicit(&c->sq_lo, RLX);
+	s->sum += sum;
+	if (atomic_load_explicit(&c->sq_sat, RLX) ||
+	    __builtin_add_overflow(s->sumsq, sq, &s->sumsq))
+		s->sq_sat = true;
+	s->dropped += atomic_load_explicit(&c->dropped, RLX);
+}
+
+/* Add chunk ci of core c into acc (2^sigbits entries). */
+static bool chunk_accumulate(const struct hist_core *c, unsigned ci,
+			     uint64_t *acc, bool *overflow)
+{
+	_Atomic uint64_t *ch =
+		atomic_load_explicit(&c->chunk[ci], memory_order_acquire);
+	if (!ch)
+		return false;
+	uint32_t per = UINT32_C(1) << c->sigbits;
+	for (uint32_t k = 0; k < per; k++)
+		if (__builtin_add_overflow(acc[k],
+					   atomic_load_explicit(&ch[k], RLX),
+					   &acc[k]))
+			*overflow = true;
+	return true;
+}
+
+int ap_hist_snapshot(const ap_hist *h, const ap_allocator *alloc,
+		     ap_hist_snap **out)
+{
+	if (!h || !out)
+		return AP_EINVAL;
+	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	unsigned s = h->core.sigbits;
+	uint32_t per = UINT32_C(1) << s;
+	ap_hist_snap *snap;
+	int rc = hist_snap_new(a, s, 64, &snap);
+	if (rc)
+		return rc;
+	uint64_t *acc = a->alloc(a->ctx, per * sizeof *acc);
+	if (!acc) {
+		ap_hist_snap_destroy(snap);
+		return AP_ENOMEM;
+	}
+	const ap_hist_recorder *head =
+		atomic_load_explicit(&h->recorders, memory_order_acquire);
+	bool overflow = false;
+	for (unsigned ci = 0; ci < 65 - s && !rc; ci++) {
+		memset(acc, 0, per * sizeof *acc);
+		bool any = chunk_accumulate(&h->core, ci, acc, &overflow);
+		for (const ap_hist_recorder *r = head; r; r = r->next)
+			any |= chunk_accumulate(&r->core, ci, acc, &overflow);
+		for (uint32_t k = 0; any && k < per && !rc; k++)
+			if (acc[k])
+				rc = hist_snap_push(snap, (ci << s) | k, acc[k]);
+	}
+	a->free(a->ctx, acc, per * sizeof *acc);
+	snap_fold_scalars(snap, &h->core);
+	for (const ap_hist_recorder *r = head; r; r = r->next)
+		snap_fold_scalars(snap, &r->core);
+	if (!rc && overflow)
+		rc = AP_ERANGE;
+	if (rc) {
+		ap_hist_snap_destroy(snap);
+		return rc;
+	}
+	if (!snap->n) { /* empty (or only concurrent partial updates) */
+		snap->min = snap->max = 0;
+		snap->sum = snap->sumsq = 0;
+		snap->sq_sat = false;
+	} else {
+		/* A record racing with this snapshot may have bumped its bucket
+		 * but not yet min/max: keep [min, max] meeting the buckets. */
+		uint64_t lo, hi;
+		hist_bounds(s, snap->keys[0], &lo, &hi);
+		if (snap->min > hi)
+			snap->min = lo;
+		hist_bounds(s, snap->keys[snap->n - 1], &lo, &hi);
+		if (snap->max < lo)
+			snap->max = hi;
+	}
+	*out = snap;
+	return 0;
+}

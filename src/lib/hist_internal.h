@@ -1,0 +1,160 @@
+/*
+ * hist_internal.h: what the hist*.c files share and nothing else needs: the
+ * value<->key arithmetic (inline, it is the hot path), the layout of the live
+ * histogram and of snapshots, 128-bit helpers and a growable output buffer
+ * for the encoders.
+ *
+ * Layout of the live histogram (hist.c): keys are grouped in "chunks" of
+ * 2^sigbits consecutive keys, one per binary exponent (chunk c = key >>
+ * sigbits holds the values whose top bit is bit sigbits + c - 1; chunks 0 and
+ * 1 hold the values below 2^(sigbits+1), one per key). A chunk's counter
+ * array is allocated the first time a value lands in it, so memory follows
+ * the range of the data, never the whole uint64 range (hg64's design, seed
+ * 004).
+ */
+#ifndef ALLOCPROF_HIST_INTERNAL_H
+#define ALLOCPROF_HIST_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocprof/hist.h"
+
+__extension__ typedef unsigned __int128 hist_u128;
+
+#define HIST_U128_MAX (~(hist_u128)0)
+#define HIST_CHUNKS 64 /* 65 - sigbits <= 64 chunks */
+
+/*
+ * Value -> key: the exponent e is how far v must be shifted right to keep
+ * sigbits + 1 significant bits (0 for small v, since bit `sigbits` is forced
+ * on); the key is e above the shifted mantissa, i.e. a tiny float. One OR,
+ * one CLZ, a subtraction, two shifts and an add; no branch, no division
+ * (Khuong's bucketing as used by hg64, seed 004).
+ */
+static inline uint32_t hist_key(unsigned s, uint64_t v)
+{
+	unsigned e = 63u - (unsigned)__builtin_clzll(v | (UINT64_C(1) << s)) - s;
+	return (uint32_t)(((uint64_t)e << s) + (v >> e));
+}
+
+/* Inclusive bounds of key (key < hist_nkeys(s)); never overflows. */
+static inline void hist_bounds(unsigned s, uint32_t key, uint64_t *lo,
+			       uint64_t *hi)
+{
+	uint32_t c = key >> s;
+	unsigned e = c ? c - 1 : 0;
+	uint64_t m = key - ((uint64_t)e << s);
+	*lo = m << e;
+	*hi = *lo + ((UINT64_C(1) << e) - 1);
+}
+
+static inline uint32_t hist_nkeys(unsigned s)
+{
+	return (uint32_t)(65u - s) << s;
+}
+
+static inline bool hist_sigbits_ok(unsigned s)
+{
+	return s >= AP_HIST_SIGBITS_MIN && s <= AP_HIST_SIGBITS_MAX;
+}
+
+/*
+ * One set of counters. Fields written on every record (sum, sumsq) sit on
+ * their own cache line, away from the read-mostly chunk table and min/max,
+ * so that contending writers do not also invalidate what every record reads.
+ * Padding is explicit (no _Alignas: the allocator only promises max_align_t).
+ */
+struct hist_core {
+	unsigned sigbits;
+	_Atomic(_Atomic uint64_t *) chunk[HIST_CHUNKS];
+	char pad0[64];
+	_Atomic uint64_t min, max; /* min = UINT64_MAX, max = 0 when empty */
+	char pad1[64];
+	_Atomic uint64_t sum_lo, sum_hi;
+	_Atomic uint64_t sq_lo, sq_hi;
+	_Atomic uint64_t carry;    /* 32.32 fixed-point weight remainder */
+	_Atomic uint64_t sq_sat;   /* sticky: sum of squares overflowed */
+	_Atomic uint64_t dropped;  /* values lost to allocation failure */
+	_Atomic size_t chunk_bytes;
+};
+
+struct ap_hist_recorder {
+	struct hist_core core;
+	ap_hist *parent;
+	ap_hist_recorder *next; /* immutable once published */
+	atomic_bool in_use;
+};
+
+struct ap_hist {
+	struct hist_core core;
+	ap_allocator alloc;
+	_Atomic(ap_hist_recorder *) recorders;
+};
+
+/*
+ * Snapshot: the non-empty buckets in increasing key order, with running
+ * totals (cum[i] = counts[0] + ... + counts[i]) for rank queries by binary
+ * search.
+ */
+struct ap_hist_snap {
+	ap_allocator alloc;
+	unsigned sigbits;
+	size_t n, cap;
+	uint32_t *keys;
+	uint64_t *counts;
+	uint64_t *cum;
+	uint64_t count, min, max, dropped;
+	hist_u128 sum, sumsq;
+	bool sq_sat;
+};
+
+const ap_allocator *hist_alloc_or_libc(const ap_allocator *a);
+
+/* For merging (hist_merge.c), thread-safe like ap_hist_add: add n to key's
+ * counter (AP_ENOMEM), and fold exact scalars into h. */
+int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n);
+void hist_add_scalars(ap_hist *h, const ap_hist_snap *src);
+
+/* A new empty snapshot (min = UINT64_MAX, max = 0), room for cap buckets. */
+int hist_snap_new(const ap_allocator *a, unsigned sigbits, size_t cap,
+		  ap_hist_snap **out);
+/* Append a bucket (keys strictly increasing, count > 0). AP_ERANGE if the
+ * total count would pass 2^64 - 1; AP_ENOMEM. */
+int hist_snap_push(ap_hist_snap *s, uint32_t key, uint64_t count);
+
+/* Index of the first bucket whose key is >= key (n if none). */
+size_t hist_snap_lower_bound(const ap_hist_snap *s, uint32_t key);
+
+/* Check what a decoder built: buckets meet [min, max], sum and sum of
+ * squares are possible for that count and range. 0 or AP_ECORRUPT. */
+int hist_snap_validate(const ap_hist_snap *s);
+
+/* Growable byte buffer for the encoders; the first failure sticks in err. */
+struct hist_buf {
+	const ap_allocator *a;
+	unsigned char *p;
+	size_t len, cap;
+	int err;
+};
+void hist_buf_init(struct hist_buf *b, const ap_allocator *a);
+void hist_buf_put(struct hist_buf *b, const void *data, size_t n);
+void hist_buf_puts(struct hist_buf *b, const char *str);
+void hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void hist_buf_u128(struct hist_buf *b, hist_u128 v); /* decimal */
+/* NUL-terminate and hand the buffer over (or free it and return err). */
+int hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len);
+
+/* Decimal digits of v into d (>= 40 bytes); returns the length. */
+size_t hist_u128_format(hist_u128 v, char *d);
+
+/* Proportional share: floor(count * part / whole) for part <= whole, whole > 0. */
+static inline uint64_t hist_share(uint64_t count, uint64_t part, uint64_t whole)
+{
+	return (uint64_t)((hist_u128)count * part / whole);
+}
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * hist_test.c: recording into ap_hist and its recorders: exact count, sum,
+ * sum of squares, min and max; weighted recording; lazy memory; allocation
+ * failures; reset; the standard deviation against exact moments.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocprof/hist.h"
+#include "aptest.h"
+
+/* An allocator that fails every allocation after the first `budget`. */
+struct failing {
+	int budget;
+	long live;
+};
+
+static void *f_alloc(void *ctx, size_t n)
+{
+	struct failing *f = ctx;
+	if (f->budget-- <= 0)
+		return NULL;
+	f->live++;
+	return malloc(n);
+}
+
+static void *f_realloc(void *ctx, void *p, size_t o, size_t n)
+{
+	struct failing *f = ctx;
+	(void)o;
+	if (f->budget-- <= 0)
+		return NULL;
+	return realloc(p, n);
+}
+
+static void f_free(void *ctx, void *p, size_t n)
+{
+	struct failing *f = ctx;
+	(void)n;
+	f->live--;
+	free(p);
+}
+
+static ap_hist_snap *snap_of(ap_hist *h)
+{
+	ap_hist_snap *s = NULL;
+	return ap_hist_snapshot(h, NULL, &s) ? NULL : s;
+}
+
+AP_TEST(create_rejects_sigbits_outside_1_to_15)
+{
+	ap_hist *h = NULL;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 0, NULL), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 16, NULL), AP_EINVAL);
+	AP_CHECK(h == NULL);
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 15, NULL), 0);
+	AP_CHECK_EQ_U64(ap_hist_sigbits(h), 15);
+	ap_hist_destroy(h);
+	ap_hist_destroy(NULL);
+}
+
+AP_TEST(empty_snapshot_answers_not_found_and_nan)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s);
+	uint64_t v = 42;
+	AP_CHECK_EQ_U64(ap_hist_snap_count(s), 0);
+	AP_CHECK_EQ_INT(ap_hist_snap_min(s, &v), AP_ENOTFOUND);
+	AP_CHECK_EQ_INT(ap_hist_snap_max(s, &v), AP_ENOTFOUND);
+	AP_CHECK_EQ_INT(ap_hist_snap_value_at_rank(s, 0, &v), AP_ENOTFOUND);
+	AP_CHECK_EQ_INT(ap_hist_snap_value_at_quantile(s, 0.5, &v), AP_ENOTFOUND);
+	AP_CHECK(isnan(ap_hist_snap_mean(s)) && isnan(ap_hist_snap_stddev(s)));
+	AP_CHECK(isnan(ap_hist_snap_quantile_of_value(s, 3)));
+	AP_CHECK(ap_hist_snap_count_below(s, 3, NULL, NULL) == 0);
+	AP_CHECK_EQ_U64(ap_hist_snap_bucket_count(s), 0);
+	AP_CHECK_EQ_U64(v, 42);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+AP_TEST(count_sum_min_max_are_exact_including_extremes)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 3, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_add(h, UINT64_MAX), 0);
+	AP_CHECK_EQ_INT(ap_hist_add(h, 0), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, 1000, 3), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, 5, 0), 0); /* no-op */
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s);
+	uint64_t mn, mx, hi, lo;
+	AP_CHECK_EQ_U64(ap_hist_snap_count(s), 5);
+	AP_CHECK(!ap_hist_snap_min(s, &mn) && mn == 0);
+	AP_CHECK(!ap_hist_snap_max(s, &mx) && mx == UINT64_MAX);
+	ap_hist_snap_sum(s, &hi, &lo);
+	/* (2^64 - 1) + 3000 = 2^64 + 2999 */
+	AP_CHECK(hi == 1 && lo == 2999);
+	AP_CHECK_EQ_U64(ap_hist_snap_bucket_count(s), 3);
+	ap_hist_bucket b;
+	AP_CHECK_EQ_INT(ap_hist_snap_bucket(s, 1, &b), 0);
+	AP_CHECK(b.count == 3 && b.lo <= 1000 && 1000 <= b.hi);
+	AP_CHECK_EQ_INT(ap_hist_snap_bucket(s, 3, &b), AP_ERANGE);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+/* Population standard deviation by two passes in long double: the reference. */
+static double exact_sd(const uint64_t *x, size_t n)
+{
+	long double m = 0, v = 0;
+	for (size_t i = 0; i < n; i++)
+		m += x[i];
+	m /= n;
+	for (size_t i = 0; i < n; i++)
+		v += ((long double)x[i] - m) * ((long double)x[i] - m);
+	return (double)sqrtl(v / n);
+}
+
+AP_TEST(stddev_matches_exact_moments_even_with_a_huge_mean)
+{
+	/* {1,2,3,4}: variance 1.25. 1e18 + {0,1,2}: variance 2/3, where
+	 * sumsq/n - mean^2 in doubles would cancel to garbage. */
+	static const uint64_t a[] = {1, 2, 3, 4};
+	static const uint64_t b[] = {1000000000000000000u,
+				     1000000000000000001u,
+				     1000000000000000002u};
+	static const uint64_t c[] = {0, 0, 0, 7, UINT32_MAX, 123456789};
+	const uint64_t *sets[] = {a, b, c};
+	size_t lens[] = {4, 3, 6};
+	for (int t = 0; t < 3; t++) {
+		ap_hist *h;
+		AP_CHECK_EQ_INT(ap_hist_create(&h, 4, NULL), 0);
+		for (size_t i = 0; i < lens[t]; i++)
+			AP_CHECK_EQ_INT(ap_hist_add(h, sets[t][i]), 0);
+		ap_hist_snap *s = snap_of(h);
+		AP_CHECK(s);
+		/* Both sides are exact to double rounding: 1e-12 relative. */
+		AP_CHECK_NEAR(ap_hist_snap_stddev(s), exact_sd(sets[t], lens[t]),
+			      1e-12, 0);
+		ap_hist_snap_destroy(s);
+		ap_hist_destroy(h);
+	}
+}
+
+AP_TEST(constant_input_has_zero_stddev_and_exact_quantiles)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 2, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, 1234567, 1000), 0);
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s);
+	uint64_t v;
+	AP_CHECK(ap_hist_snap_stddev(s) == 0.0);
+	AP_CHECK(ap_hist_snap_mean(s) == 1234567.0);
+	AP_CHECK(!ap_hist_snap_value_at_quantile(s, 0.37, &v) && v == 1234567);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+AP_TEST(sum_of_squares_saturates_with_a_flag_and_stddev_stays_finite)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 7, NULL), 0);
+	/* (2^64-1)^2 * 4 > 2^128: saturates; a second value keeps spread. */
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, UINT64_MAX, 4), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, UINT64_MAX / 2, 4), 0);
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s);
+	uint64_t hi, lo;
+	AP_CHECK(!ap_hist_snap_sumsq(s, &hi, &lo));
+	AP_CHECK(hi == UINT64_MAX && lo == UINT64_MAX);
+	/* True sd is (2^64-1)/4 ~ 4.61e18; the bucket estimate is within a
+	 * bucket width (2^-7 relative). */
+	AP_CHECK_NEAR(ap_hist_snap_stddev(s), (double)UINT64_MAX / 4, 1.0 / 128,
+		      0);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+AP_TEST(weighted_recording_keeps_total_weight)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, NAN), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, -1), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, INFINITY), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, 1e19), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, 0), 0);
+	/* 1000 weights of 1/pi = 2.7: total 2700 within 1. */
+	for (int i = 0; i < 1000; i++)
+		AP_CHECK_EQ_INT(ap_hist_add_weight(h, 100 + (uint64_t)i, 2.7), 0);
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s);
+	uint64_t n = ap_hist_snap_count(s), hi, lo;
+	AP_CHECK_MSG(n >= 2699 && n <= 2700, "count %llu", (unsigned long long)n);
+	/* The sum grows by v * (count actually added): mean stays in range. */
+	ap_hist_snap_sum(s, &hi, &lo);
+	AP_CHECK(hi == 0 && lo >= 100 * n && lo <= 1099 * n);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+AP_TEST(memory_is_allocated_per_exponent_and_stays_small)
+{
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
+	size_t empty = ap_hist_memory(h);
+	AP_CHECK_EQ_INT(ap_hist_add(h, 1000), 0);
+	size_t one = ap_hist_memory(h);
+	AP_CHECK_EQ_U64(one - empty, 32 * sizeof(uint64_t)); /* one chunk */
+	AP_CHECK_EQ_INT(ap_hist_add(h, 1001), 0);
+	AP_CHECK_EQ_U64(ap_hist_memory(h), one);
+	/* Values spread over 1e3..1e10: 25 exponents -> under 8 KiB. */
+	for (double v = 1e3; v <= 1e10; v *= 1.01)
+		AP_CHECK_EQ_INT(ap_hist_add(h, (uint64_t)v), 0);
+	AP_CHECK_MSG(ap_hist_memory(h) <= 8192, "%zu bytes",
+		     ap_hist_memory(h));
+	ap_hist_destroy(h);
+}
+
+AP_TEST(allocation_failure_drops_the_value_and_says_so)
+{
+	struct failing f = {1, 0}; /* the histogram object only */
+	ap_allocator a = {f_alloc, f_realloc, f_free, &f};
+	ap_hist *h;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, &a), 0);
+	AP_CHECK_EQ_INT(ap_hist_add(h, 77), AP_ENOMEM);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, 77, 5), AP_ENOMEM);
+	f.budget = 10;
+	ap_hist_snap *s = NULL;
+	AP_CHECK_EQ_INT(ap_hist_snapshot(h, &a, &s), 0);
+	AP_CHECK_EQ_U64(ap_hist_snap_count(s), 0);
+	AP_CHECK_EQ_U64(ap_hist_snap_dropped(s), 6);
+	ap_hist_snap_destroy(s);
+	f.budget = 0;
+	AP_CHECK_EQ_INT(ap_hist_snapshot(h, &a, &s), AP_ENOMEM);
+	ap_hist_recorder *r;
+	AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r), AP_ENOMEM);
+	ap_hist_destroy(h);
+	AP_CHECK_EQ_INT(f.live, 0); /* nothing leaked on any path */
+	f.budget = 0;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, &a), AP_ENOMEM);
+}
+
+AP_TEST(every_allocation_failure_point_of_a_snapshot_is_clean)
+{
+	for (int budget = 0; budget < 40; budget++) {
+		struct failing f = {1000, 0};
+		ap_allocator a = {f_alloc, f_realloc, f_free, &f};
+		ap_hist *h;
+		AP_CHECK_EQ_INT(ap_hist_create(&h, 3, &a), 0);
+		for (uint64_t v = 0; v < 100000; v += 37)
+			AP_CHECK_EQ_INT(ap_hist_add(h, v * v), 0);
+		f.budget = budget;
+		ap_hist_snap *s = NULL;
+		int rc = ap_hist_snapshot(h, &a, &s);
+		AP_CHECK(rc == 0 || rc == AP_ENOMEM);
+		if (!rc)
+			AP_CHECK_EQ_U64(ap_hist_snap_count(s), 2703);
+		ap_hist_snap_destroy(s);
+		ap_hist_destroy(h);
+		AP_CHECK_EQ_INT(f.live, 0);
+	}
+}
+
+AP_TEST(reset_empties_histogram_and_recorders)
+{
+	ap_hist *h;
+	ap_hist_recorder *r;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r), 0);
+	AP_CHECK_EQ_INT(ap_hist_add(h, 5), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_add(r, 500), 0);
+	ap_hist_reset(h);
+	ap_hist_snap *s = snap_of(h);
+	AP_CHECK(s && ap_hist_snap_count(s) == 0);
+	ap_hist_snap_destroy(s);
+	AP_CHECK_EQ_INT(ap_hist_recorder_add(r, 9), 0);
+	s = snap_of(h);
+	uint64_t mn, mx;
+	AP_CHECK(s && !ap_hist_snap_min(s, &mn) && !ap_hist_snap_max(s, &mx));
+	AP_CHECK(mn == 9 && mx == 9 && ap_hist_snap_count(s) == 1);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
+
+AP_TEST(recorders_merge_on_read_and_are_reused_after_release)
+{
+	ap_hist *h;
+	ap_hist_recorder *r1, *r2, *r3;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 6, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r1), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r2), 0);
+	AP_CHECK(r1 != r2);
+	AP_CHECK_EQ_INT(ap_hist_recorder_add(r1, 10), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_add_n(r2, 20, 2), 0);
+	AP_CHECK_EQ_INT(ap_hist_recorder_add_weight(r2, 30, 1.0), 0);
+	AP_CHECK_EQ_INT(ap_hist_add(h, 40), 0);
+	ap_hist_recorder_release(r1);
+	AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r3), 0);
+	AP_CHECK(r3 == r1); /* reused, counts kept */
+	ap_hist_snap *s = snap_of(h);
+	uint64_t hi, lo;
+	AP_CHECK(s && ap_hist_snap_count(s) == 5);
+	ap_hist_snap_sum(s, &hi, &lo);
+	AP_CHECK(hi == 0 && lo == 10 + 40 + 30 + 40);
+	ap_hist_snap_destroy(s);
+	ap_hist_destroy(h);
+}
