@@ -1,0 +1,130 @@
+/*
+ * views_util.c: difference intervals for allocprof diff and folded-stack
+ * helpers (see views_util.h).
+ *
+ * The difference of two independent HT estimates has variance var_a +
+ * var_b (STATISTICS.md section 2: HT variances of independent parts add), so
+ * with many samples on both sides the normal interval applies directly.
+ * With few samples the HT normal interval is poor (section 4), and the exact
+ * negative-binomial intervals do not combine by a formula; instead we take
+ * each side's exact interval at level sqrt(L): both cover their truth at
+ * once with probability at least sqrt(L)^2 = L (the profiles are
+ * independent), and whenever both do, the difference of the truths lies in
+ * [lo_new - hi_base, hi_new - lo_base]. That is conservative (wider than
+ * needed), which is the right error for a "did this get worse?" question.
+ */
+#include "views_util.h"
+
+#include <math.h>
+
+#include "allocprof/common.h"
+#include "allocprof/estimate.h"
+
+double vu_side_level(double level)
+{
+	if (!(level > 0 && level < 1))
+		return NAN;
+	return sqrt(level);
+}
+
+const char *vu_method_name(vu_method m)
+{
+	return m == VU_NORMAL ? "normal" : m == VU_COMBINED ? "combined" : "exact";
+}
+
+double vu_empty_upper(double rate, double level)
+{
+	if (!(level > 0 && level < 1) || !(rate >= 1) || !isfinite(rate))
+		return NAN;
+	if (rate <= 1)
+		return 0;
+	ap_interval iv;
+	if (ap_nb_interval(0, 0, rate, level, true, true, &iv))
+		return NAN;
+	return iv.hi;
+}
+
+static bool side_ok(const vu_side *s)
+{
+	return isfinite(s->bytes) && isfinite(s->var_bytes) &&
+	       s->var_bytes >= 0 && (s->exact || (!isnan(s->lo) && !isnan(s->hi)));
+}
+
+int vu_diff_interval(const vu_side *base, const vu_side *nw, double level,
+		     vu_diff *out)
+{
+	out->change = out->lo = out->hi = NAN;
+	out->significant = false;
+	out->method = VU_EXACT;
+	if (!(level > 0 && level < 1) || !side_ok(base) || !side_ok(nw))
+		return AP_EINVAL;
+	double d = nw->bytes - base->bytes;
+	out->change = d;
+	if (base->exact && nw->exact) {
+		out->lo = out->hi = d;
+		out->significant = d != 0;
+		return 0;
+	}
+	bool many = (base->exact || base->samples >= AP_NB_MAX_SAMPLES) &&
+		    (nw->exact || nw->samples >= AP_NB_MAX_SAMPLES);
+	if (many) {
+		double z = ap_normal_quantile(0.5 + level / 2);
+		double half = z * sqrt(base->var_bytes + nw->var_bytes);
+		out->lo = d - half;
+		out->hi = d + half;
+		out->method = VU_NORMAL;
+	} else {
+		/* An exact side's interval is its value. */
+		double blo = base->exact ? base->bytes : base->lo;
+		double bhi = base->exact ? base->bytes : base->hi;
+		double nlo = nw->exact ? nw->bytes : nw->lo;
+		double nhi = nw->exact ? nw->bytes : nw->hi;
+		out->lo = nlo - bhi;
+		out->hi = nhi - blo;
+		/* Keep the point estimate inside (rounding in either side). */
+		out->lo = fmin(out->lo, d);
+		out->hi = fmax(out->hi, d);
+		out->method = VU_COMBINED;
+	}
+	out->significant = out->lo > 0 || out->hi < 0;
+	return 0;
+}
+
+void vu_folded_frame(FILE *out, const char *name, bool first)
+{
+	const unsigned char *s = (const unsigned char *)(name ? name : "");
+	if (first)
+		while (*s == ' ')
+			s++;
+	if (!*s) {
+		fputs("[unknown]", out);
+		return;
+	}
+	for (; *s; s++) {
+		unsigned c = *s;
+		if (c == ';')
+			c = ':';
+		else if (c < 0x20 || c == 0x7f)
+			c = '?';
+		fputc((int)c, out);
+	}
+}
+
+void vu_round_weights(const double *in, size_t n, uint64_t *out)
+{
+	double prefix = 0;
+	uint64_t emitted = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = in[i];
+		if (x > 0 && isfinite(x))
+			prefix += x;
+		/* prefix only grows, so the rounded prefix never falls below
+		 * what was already emitted. */
+		double r = floor(prefix + 0.5);
+		uint64_t target = r >= 18446744073709551615.0
+					  ? UINT64_MAX
+					  : (uint64_t)r;
+		out[i] = target - emitted;
+		emitted = target;
+	}
+}
