@@ -80,24 +80,26 @@ __attribute__((noinline)) static void k_bare(uint64_t n)
 	}
 }
 
-__attribute__((noinline)) static void k_sample(ap_sampler *s, uint64_t n)
+/* One loop for both fast paths; each kernel is a specialised copy. */
+static inline __attribute__((always_inline)) void sample_loop(ap_sampler *s, uint64_t n,
+							      bool pt)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		size_t z = sizes[i & (RING - 1)];
 		CONSUME(z);
-		if (ap_sampler_should_sample(s, z))
+		if (pt ? ap_sampler_should_sample_pt(s, z) : ap_sampler_should_sample(s, z))
 			slow(s, z);
 	}
 }
 
+__attribute__((noinline)) static void k_sample(ap_sampler *s, uint64_t n)
+{
+	sample_loop(s, n, false);
+}
+
 __attribute__((noinline)) static void k_sample_pt(ap_sampler *s, uint64_t n)
 {
-	for (uint64_t i = 0; i < n; i++) {
-		size_t z = sizes[i & (RING - 1)];
-		CONSUME(z);
-		if (ap_sampler_should_sample_pt(s, z))
-			slow(s, z);
-	}
+	sample_loop(s, n, true);
 }
 
 __attribute__((noinline)) static uint64_t k_gap(ap_sampler *s, uint64_t n)
@@ -116,51 +118,56 @@ typedef struct plain_bump {
 	uintptr_t ptr, limit;
 } plain_bump;
 
-__attribute__((noinline)) static uintptr_t plain_slow(plain_bump *b, size_t z)
+typedef struct comb_bump {
+	ap_bump b;
+	ap_sampler s;
+} comb_bump;
+
+__attribute__((noinline)) static uintptr_t plain_slow(void *ctx, size_t z)
 {
+	plain_bump *b = ctx;
 	slow_calls++;
 	b->ptr = REGION_LO + z; /* a "refill": never reached in this kernel */
 	return REGION_LO;
 }
 
-__attribute__((noinline)) static void k_bump_plain(plain_bump *b, uint64_t n)
+__attribute__((noinline)) static uintptr_t comb_slow(void *ctx, size_t z)
 {
-	for (uint64_t i = 0; i < n; i++) {
-		size_t z = sizes[i & (RING - 1)];
-		uintptr_t p;
-		if (AP_LIKELY(z <= b->limit - b->ptr)) {
-			p = b->ptr;
-			b->ptr = p + z;
-		} else {
-			p = plain_slow(b, z);
-		}
-		CONSUME(p);
-	}
-}
-
-__attribute__((noinline)) static uintptr_t comb_slow(ap_bump *b, ap_sampler *s, size_t z)
-{
+	comb_bump *c = ctx;
 	ap_sample_info info;
 	slow_calls++;
-	unsigned hit = ap_bump_slow(b, s, z, &info);
+	unsigned hit = ap_bump_slow(&c->b, &c->s, z, &info);
 	if (hit & AP_BUMP_REFILL)
-		ap_bump_reset(b, s, REGION_LO, REGION_HI);
-	return ap_bump_place(b, s, z);
+		ap_bump_reset(&c->b, &c->s, REGION_LO, REGION_HI);
+	return ap_bump_place(&c->b, &c->s, z);
 }
 
-__attribute__((noinline)) static void k_bump_comb(ap_bump *b, ap_sampler *s, uint64_t n)
+/* The bump fast path against *bound: the real limit or the combined one. */
+static inline __attribute__((always_inline)) void
+bump_loop(uintptr_t *ptr, const uintptr_t *bound, uintptr_t (*slow_path)(void *, size_t),
+	  void *ctx, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		size_t z = sizes[i & (RING - 1)];
 		uintptr_t p;
-		if (AP_LIKELY(z <= b->combined_limit - b->ptr)) {
-			p = b->ptr;
-			b->ptr = p + z;
+		if (AP_LIKELY(z <= *bound - *ptr)) {
+			p = *ptr;
+			*ptr = p + z;
 		} else {
-			p = comb_slow(b, s, z);
+			p = slow_path(ctx, z);
 		}
 		CONSUME(p);
 	}
+}
+
+__attribute__((noinline)) static void k_bump_plain(plain_bump *b, uint64_t n)
+{
+	bump_loop(&b->ptr, &b->limit, plain_slow, b, n);
+}
+
+__attribute__((noinline)) static void k_bump_comb(comb_bump *c, uint64_t n)
+{
+	bump_loop(&c->b.ptr, &c->b.combined_limit, comb_slow, c, n);
 }
 
 static double now_ns(void)
@@ -182,7 +189,7 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Paired runs: geometric then exponential, RUNS times; medians of each and
+/* Paired runs of both kinds, RUNS times; medians of each and
  * of the per-pair ratio, which cancels most machine-load drift. */
 static int time_gaps(int runs, uint64_t n)
 {
@@ -196,13 +203,17 @@ static int time_gaps(int runs, uint64_t n)
 	ap_sampler se = make_sampler(AP_SAMPLER_DEFAULT_RATE, AP_GAP_EXPONENTIAL, false);
 	uint64_t sink = k_gap(&sg, n / 10) + k_gap(&se, n / 10); /* warm up */
 	for (int r = 0; r < runs; r++) {
+		/* Alternate which kind goes first, so that neither always runs
+		 * in the other's cache and frequency wake. */
+		ap_sampler *first = r % 2 ? &se : &sg, *second = r % 2 ? &sg : &se;
 		double t0 = now_ns();
-		sink += k_gap(&sg, n);
+		sink += k_gap(first, n);
 		double t1 = now_ns();
-		sink += k_gap(&se, n);
+		sink += k_gap(second, n);
 		double t2 = now_ns();
-		geo[r] = (t1 - t0) / (double)n;
-		exp_[r] = (t2 - t1) / (double)n;
+		double a = (t1 - t0) / (double)n, b = (t2 - t1) / (double)n;
+		geo[r] = r % 2 ? b : a;
+		exp_[r] = r % 2 ? a : b;
 		ratio[r] = geo[r] / exp_[r];
 	}
 	printf("{\"runs\":%d,\"draws_per_run\":%llu,\"geometric_ns\":%.3f,"
@@ -253,10 +264,10 @@ int main(int argc, char **argv)
 		plain_bump b = {REGION_LO, REGION_HI};
 		k_bump_plain(&b, n);
 	} else if (!strcmp(k, "bump_comb")) {
-		ap_sampler s = make_sampler(AP_SAMPLER_RATE_MAX, AP_GAP_GEOMETRIC, false);
-		ap_bump b;
-		ap_bump_init(&b, &s, REGION_LO, REGION_HI);
-		k_bump_comb(&b, &s, n);
+		comb_bump c;
+		c.s = make_sampler(AP_SAMPLER_RATE_MAX, AP_GAP_GEOMETRIC, false);
+		ap_bump_init(&c.b, &c.s, REGION_LO, REGION_HI);
+		k_bump_comb(&c, n);
 	} else {
 		fprintf(stderr, "sampler_bench: unknown kernel '%s'\n", k);
 		return 1;
