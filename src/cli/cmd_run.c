@@ -1,0 +1,769 @@
+/*
+ * cmd_run.c: `allocprof run`, an unmodified program under the heap profiler.
+ *
+ * It finds liballocprof_preload.so (beside this executable, else in the
+ * install prefix), prepends it to LD_PRELOAD, composes ALLOCPROF_OPTIONS
+ * from the user's own value plus the command line (later keys win, so the
+ * command line overrides the environment), runs the command with
+ * fork/execvp and forwards SIGINT, SIGTERM and SIGHUP sent to allocprof
+ * (not the terminal's SIGINT, which the child already receives as part of
+ * the foreground process group). Its exit status is the child's (128+N for a
+ * death by signal N; 127 when the command is not found, 126 when it cannot
+ * be executed). At the end a short summary of the profiles the run wrote is
+ * printed on stderr: `allocprof report --top 10` when that command is in
+ * this build, else a summary decoded here with ap_pprof_decode.
+ *
+ * Which files the run wrote is found by turning the output pattern into a
+ * glob (%p, %t, %n become *) and keeping the matches that are new or were
+ * modified during the run. The pattern is made absolute first so a child
+ * that changes directory still writes where allocprof looks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocprof/profile.h"
+#include "cli_util.h"
+#include "commands.h"
+
+#define PRELOAD_NAME "liballocprof_preload.so"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: allocprof run [OPTIONS] [--] CMD [ARGS...]\n"
+		"\n"
+		"Run CMD under the allocprof heap profiler (liballocprof_preload.so\n"
+		"via LD_PRELOAD) and summarize the profile(s) it wrote on stderr.\n"
+		"\n"
+		"options:\n"
+		"  -r, --rate BYTES      mean sampling interval (1 = record every\n"
+		"                        allocation exactly; default 524288)\n"
+		"  -o, --output PATTERN  profile file name; %%p = pid, %%t = time,\n"
+		"                        %%n = sequence number (default\n"
+		"                        allocprof.%%p.pb.gz, or .heap for heap_v2)\n"
+		"      --format FMT      pprof (gzip'd protobuf, default) or heap_v2\n"
+		"                        (jemalloc text, read by jeprof)\n"
+		"  -e, --option KEY=VAL  any other runtime option (repeatable), e.g.\n"
+		"                        -e seed=42 -e interval=10s -e fork=stop\n"
+		"  -q, --quiet           no summary at the end\n"
+		"  -h, --help            this help\n"
+		"\n"
+		"ALLOCPROF_OPTIONS from the environment is kept; options given here\n"
+		"override its keys. The exit status is the command's (128+N if it\n"
+		"died of signal N, 127 if it was not found, 126 if not executable).\n");
+}
+
+/* ---- locating the runtime ---------------------------------------------- */
+
+static int find_preload(char *out, size_t cap)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			if ((size_t)snprintf(out, cap, "%s/%s", exe,
+					     PRELOAD_NAME) < cap &&
+			    access(out, R_OK) == 0)
+				return 0;
+		}
+	}
+#ifdef AP_INSTALL_LIBDIR
+	if ((size_t)snprintf(out, cap, "%s/%s", AP_INSTALL_LIBDIR,
+			     PRELOAD_NAME) < cap &&
+	    access(out, R_OK) == 0)
+		return 0;
+#endif
+	return -1;
+}
+
+/* ---- ALLOCPROF_OPTIONS -------------------------------------------------- */
+
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static int sb_append(struct strbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *t = realloc(b->s, cap);
+		if (!t)
+			return -1;
+		b->s = t;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = 0;
+	return 0;
+}
+
+/* Append ",KEY=VALUE" (no comma when the buffer is empty). */
+static int sb_option(struct strbuf *b, const char *key, const char *value)
+{
+	if (b->len && b->s[b->len - 1] != ',' && sb_append(b, ",", 1))
+		return -1;
+	if (sb_append(b, key, strlen(key)) || sb_append(b, "=", 1))
+		return -1;
+	return sb_append(b, value, strlen(value));
+}
+
+/*
+ * The last value of key in a "k=v,k=v" string, copied into out (trimmed of
+ * spaces and tabs like the runtime's parser does). false when absent.
+ */
+static bool option_value(const char *opts, const char *key, char *out,
+			 size_t cap)
+{
+	bool found = false;
+	size_t klen = strlen(key);
+	for (const char *p = opts; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *k = p;
+		while (k < p + n && (*k == ' ' || *k == '\t'))
+			k++;
+		const char *eq = memchr(k, '=', (size_t)(p + n - k));
+		if (eq) {
+			const char *ke = eq;
+			while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+				ke--;
+			if ((size_t)(ke - k) == klen && !memcmp(k, key, klen)) {
+				const char *v = eq + 1, *ve = p + n;
+				while (v < ve && (*v == ' ' || *v == '\t'))
+					v++;
+				while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+					ve--;
+				size_t vn = (size_t)(ve - v);
+				if (vn >= cap)
+					vn = cap - 1;
+				memcpy(out, v, vn);
+				out[vn] = 0;
+				found = true;
+			}
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return found;
+}
+
+/* An output pattern made absolute against the current directory. */
+static int absolute_pattern(const char *pattern, char *out, size_t cap)
+{
+	if (pattern[0] == '/')
+		return (size_t)snprintf(out, cap, "%s", pattern) < cap ? 0 : -1;
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		return -1;
+	return (size_t)snprintf(out, cap, "%s/%s", cwd, pattern) < cap ? 0 : -1;
+}
+
+/* ---- finding the profiles a run wrote ----------------------------------- */
+
+/*
+ * The glob matching every file name the runtime can make from pattern:
+ * %p, %t and %n (and any other conversion) become *, %% a literal %, and
+ * glob's own metacharacters are escaped.
+ */
+static int pattern_to_glob(const char *pattern, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p; p++) {
+		char buf[3];
+		size_t k = 0;
+		if (*p == '%' && p[1] == '%') {
+			buf[k++] = '%';
+			p++;
+		} else if (*p == '%' && p[1]) {
+			buf[k++] = '*';
+			p++;
+		} else if (strchr("*?[]\\", *p)) {
+			buf[k++] = '\\';
+			buf[k++] = *p;
+		} else {
+			buf[k++] = *p;
+		}
+		if (n + k + 1 > cap)
+			return -1;
+		memcpy(out + n, buf, k);
+		n += k;
+	}
+	out[n] = 0;
+	return 0;
+}
+
+struct seen {
+	char **paths;
+	struct timespec *mtimes;
+	size_t n;
+};
+
+static void seen_free(struct seen *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->paths[i]);
+	free(s->paths);
+	free(s->mtimes);
+	memset(s, 0, sizeof *s);
+}
+
+static int seen_scan(const char *globpat, struct seen *s)
+{
+	glob_t g;
+	memset(s, 0, sizeof *s);
+	int rc = glob(globpat, 0, NULL, &g);
+	if (rc == GLOB_NOMATCH)
+		return 0;
+	if (rc)
+		return -1;
+	s->paths = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->paths);
+	s->mtimes = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->mtimes);
+	if (!s->paths || !s->mtimes) {
+		globfree(&g);
+		seen_free(s);
+		return -1;
+	}
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct stat st;
+		if (stat(g.gl_pathv[i], &st) || !S_ISREG(st.st_mode))
+			continue;
+		s->paths[s->n] = strdup(g.gl_pathv[i]);
+		if (!s->paths[s->n]) {
+			globfree(&g);
+			seen_free(s);
+			return -1;
+		}
+		s->mtimes[s->n++] = st.st_mtim;
+	}
+	globfree(&g);
+	return 0;
+}
+
+/* Remove from after the files that are unchanged since before. */
+static void seen_subtract(struct seen *after, const struct seen *before)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < after->n; i++) {
+		bool old = false;
+		for (size_t j = 0; j < before->n && !old; j++)
+			old = !strcmp(after->paths[i], before->paths[j]) &&
+			      after->mtimes[i].tv_sec == before->mtimes[j].tv_sec &&
+			      after->mtimes[i].tv_nsec == before->mtimes[j].tv_nsec;
+		if (old) {
+			free(after->paths[i]);
+			continue;
+		}
+		after->paths[k] = after->paths[i];
+		after->mtimes[k++] = after->mtimes[i];
+	}
+	after->n = k;
+}
+
+/* ---- running the child ------------------------------------------------- */
+
+static volatile sig_atomic_t child_pid;
+
+/*
+ * Forward a signal sent to allocprof by a process (kill, a supervisor).
+ * SIGINT from the terminal (si_code SI_KERNEL) already went to the whole
+ * foreground process group, the child included: do not send it twice.
+ */
+static void forward_signal(int sig, siginfo_t *info, void *uctx)
+{
+	(void)uctx;
+	if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
+		kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+static int set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	struct strbuf b = {0};
+	int rc = sb_append(&b, lib, strlen(lib));
+	if (!rc && old && *old)
+		rc = sb_append(&b, " ", 1) || sb_append(&b, old, strlen(old));
+	if (!rc)
+		rc = setenv("LD_PRELOAD", b.s, 1);
+	free(b.s);
+	return rc;
+}
+
+/*
+ * Start argv[0] with the runtime preloaded and wait for it. Returns the exit
+ * status to pass on; *started tells whether the program ran at all.
+ */
+static int run_child(char **argv, const char *lib, const char *options,
+		     bool *started)
+{
+	int pipefd[2];
+	sigset_t block, oldmask;
+	*started = false;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		ap_cli_error("pipe: %s", strerror(errno));
+		return 126;
+	}
+	sigemptyset(&block);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &oldmask);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		ap_cli_error("fork: %s", strerror(e));
+		return 126;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		int e = 0;
+		if (set_preload(lib) || setenv("ALLOCPROF_OPTIONS", options, 1))
+			e = errno ? errno : ENOMEM;
+		else
+			execvp(argv[0], argv);
+		if (!e)
+			e = errno;
+		ssize_t w = write(pipefd[1], &e, sizeof e);
+		(void)w;
+		_exit(127);
+	}
+	close(pipefd[1]);
+	child_pid = pid;
+	struct sigaction sa, old[NFORWARDED];
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+
+	int exec_errno = 0;
+	ssize_t r;
+	do
+		r = read(pipefd[0], &exec_errno, sizeof exec_errno);
+	while (r < 0 && errno == EINTR);
+	close(pipefd[0]);
+
+	int st = 0;
+	pid_t w;
+	do
+		w = waitpid(pid, &st, 0);
+	while (w < 0 && errno == EINTR);
+	child_pid = 0;
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &old[i], NULL);
+
+	if (r == (ssize_t)sizeof exec_errno) {
+		if (exec_errno == ENOENT) {
+			ap_cli_error("%s: command not found", argv[0]);
+			return 127;
+		}
+		ap_cli_error("%s: cannot execute: %s", argv[0],
+			     strerror(exec_errno));
+		return 126;
+	}
+	*started = true;
+	if (w < 0) {
+		ap_cli_error("waitpid: %s", strerror(errno));
+		return 126;
+	}
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
+}
+
+/* ---- the summary --------------------------------------------------------- */
+
+/* Run `allocprof report --top 10 FILES` with its stdout sent to stderr. */
+static void report_summary(char **paths, size_t n)
+{
+	char **args = calloc(n + 4, sizeof *args);
+	if (!args)
+		return;
+	size_t k = 0;
+	args[k++] = (char *)"report";
+	args[k++] = (char *)"--top";
+	args[k++] = (char *)"10";
+	for (size_t i = 0; i < n; i++)
+		args[k++] = paths[i];
+	args[k] = NULL;
+	fflush(stdout);
+	int saved = dup(STDOUT_FILENO);
+	if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) {
+		optind = 0; /* re-initialise getopt for the report command */
+		ap_cli_set_progname("report");
+		ap_cmd_report((int)k, args);
+		ap_cli_set_progname("run");
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+	}
+	if (saved >= 0)
+		close(saved);
+	free(args);
+}
+
+/*
+ * Without the report command: decode each profile and list the top sites,
+ * a site being the first frame outside the runtime's own object, named by
+ * function when the profile is symbolized, else as "object+0xOFFSET".
+ */
+struct site_row {
+	char *key;
+	int64_t v[4]; /* alloc_space, alloc_objects, inuse_space, inuse_objects */
+};
+
+static const char *const summary_types[4] = {
+	AP_ST_ALLOC_SPACE, AP_ST_ALLOC_OBJECTS, AP_ST_INUSE_SPACE,
+	AP_ST_INUSE_OBJECTS};
+
+static char *frame_name(const ap_profile *p, const ap_location *loc)
+{
+	char buf[PATH_MAX + 64];
+	const ap_mapping *m = ap_profile_mapping(p, loc->mapping_id);
+	if (loc->nlines) {
+		const ap_function *f =
+			ap_profile_function(p, loc->lines[loc->nlines - 1].function_id);
+		if (f && f->name)
+			return strdup(ap_profile_string(p, f->name));
+	}
+	if (m) {
+		const char *file = ap_profile_string(p, m->filename);
+		const char *base = strrchr(file, '/');
+		snprintf(buf, sizeof buf, "%s+%#llx", base ? base + 1 : file,
+			 (unsigned long long)(loc->address - m->memory_start +
+					      m->file_offset));
+	} else {
+		snprintf(buf, sizeof buf, "%#llx",
+			 (unsigned long long)loc->address);
+	}
+	return strdup(buf);
+}
+
+/* Whether a frame belongs to the runtime (skipped at the leaf end). */
+static bool runtime_frame(const ap_profile *p, const ap_location *loc)
+{
+	const ap_mapping *m = ap_profile_mapping(p, loc->mapping_id);
+	return m && strstr(ap_profile_string(p, m->filename), PRELOAD_NAME);
+}
+
+static char *site_key(const ap_profile *p, const ap_sample *s)
+{
+	for (size_t i = 0; i < s->nlocations; i++) {
+		const ap_location *loc = ap_profile_location(p, s->location_ids[i]);
+		if (loc && !runtime_frame(p, loc))
+			return frame_name(p, loc);
+	}
+	return strdup("(no frames)");
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(((const struct site_row *)a)->key,
+		      ((const struct site_row *)b)->key);
+}
+
+static int cmp_alloc_space(const void *a, const void *b)
+{
+	int64_t x = ((const struct site_row *)a)->v[0];
+	int64_t y = ((const struct site_row *)b)->v[0];
+	return x < y ? 1 : x > y ? -1 : cmp_key(a, b);
+}
+
+/* Append the rows of one profile; -1 when it cannot be read. */
+static int collect_rows(const char *path, struct site_row **rows, size_t *n,
+			size_t *cap)
+{
+	unsigned char *buf;
+	size_t len;
+	char err[256];
+	ap_profile *p = NULL;
+	if (ap_read_file(path, &buf, &len)) {
+		ap_cli_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	int rc = ap_pprof_decode(buf, len, NULL, &p, err, sizeof err);
+	free(buf);
+	if (rc) {
+		ap_cli_error("%s: not a readable profile: %s", path, err);
+		return -1;
+	}
+	int idx[4];
+	for (int t = 0; t < 4; t++)
+		idx[t] = ap_profile_find_sample_type(p, summary_types[t]);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 256;
+			struct site_row *r = realloc(*rows, c * sizeof *r);
+			if (!r)
+				break;
+			*rows = r;
+			*cap = c;
+		}
+		struct site_row *row = &(*rows)[*n];
+		row->key = site_key(p, &p->samples[i]);
+		if (!row->key)
+			break;
+		for (int t = 0; t < 4; t++)
+			row->v[t] = idx[t] >= 0 ? p->samples[i].values[idx[t]] : 0;
+		(*n)++;
+	}
+	ap_profile_destroy(p);
+	return 0;
+}
+
+static void decoded_summary(char **paths, size_t npaths, size_t top)
+{
+	struct site_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int64_t total[4] = {0, 0, 0, 0};
+	for (size_t i = 0; i < npaths; i++)
+		collect_rows(paths[i], &rows, &n, &cap);
+	qsort(rows, n, sizeof *rows, cmp_key);
+	size_t m = 0; /* merge rows with equal keys */
+	for (size_t i = 0; i < n; i++) {
+		for (int t = 0; t < 4; t++)
+			total[t] += rows[i].v[t];
+		if (m && !strcmp(rows[m - 1].key, rows[i].key)) {
+			for (int t = 0; t < 4; t++)
+				rows[m - 1].v[t] += rows[i].v[t];
+			free(rows[i].key);
+		} else {
+			rows[m++] = rows[i];
+		}
+	}
+	qsort(rows, m, sizeof *rows, cmp_alloc_space);
+	fprintf(stderr,
+		"allocprof: total allocated %lld bytes in %lld objects; "
+		"in use at exit %lld bytes in %lld objects\n",
+		(long long)total[0], (long long)total[1], (long long)total[2],
+		(long long)total[3]);
+	if (m)
+		fprintf(stderr, "%14s %10s %14s %10s  %s\n", "alloc_bytes",
+			"alloc_objs", "inuse_bytes", "inuse_objs", "site");
+	for (size_t i = 0; i < m; i++) {
+		if (i < top)
+			fprintf(stderr, "%14lld %10lld %14lld %10lld  %s\n",
+				(long long)rows[i].v[0], (long long)rows[i].v[1],
+				(long long)rows[i].v[2], (long long)rows[i].v[3],
+				rows[i].key);
+		free(rows[i].key);
+	}
+	free(rows);
+}
+
+static void print_summary(char **paths, size_t n, bool pprof)
+{
+	fprintf(stderr, "allocprof: %zu profile%s written:", n,
+		n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, " %s", paths[i]);
+	fputc('\n', stderr);
+	if (!pprof || !n)
+		return;
+	if (ap_cmd_report)
+		report_summary(paths, n);
+	else
+		decoded_summary(paths, n, 10);
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+struct run_opts {
+	const char *rate, *output, *format;
+	const char **extra;
+	size_t nextra;
+	bool quiet;
+};
+
+static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
+{
+	static const struct option longopts[] = {
+		{"rate", required_argument, NULL, 'r'},
+		{"output", required_argument, NULL, 'o'},
+		{"format", required_argument, NULL, 'F'},
+		{"option", required_argument, NULL, 'e'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	int c;
+	uint64_t v;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+r:o:e:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (ap_parse_u64(optarg, &v) || v == 0) {
+				ap_cli_error("bad rate '%s': expected a positive "
+					     "number of bytes", optarg);
+				return AP_EXIT_USAGE;
+			}
+			o->rate = optarg;
+			break;
+		case 'o':
+			if (!*optarg || strchr(optarg, ',')) {
+				ap_cli_error("bad output pattern '%s': must be "
+					     "non-empty and contain no ','",
+					     optarg);
+				return AP_EXIT_USAGE;
+			}
+			o->output = optarg;
+			break;
+		case 'F':
+			if (strcmp(optarg, "pprof") && strcmp(optarg, "heap_v2")) {
+				ap_cli_error("bad format '%s': expected pprof or "
+					     "heap_v2", optarg);
+				return AP_EXIT_USAGE;
+			}
+			o->format = optarg;
+			break;
+		case 'e': {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg || strchr(optarg, ',')) {
+				ap_cli_error("bad option '%s': expected KEY=VALUE "
+					     "without ','", optarg);
+				return AP_EXIT_USAGE;
+			}
+			o->extra[o->nextra++] = optarg;
+			break;
+		}
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			usage(stderr);
+			return AP_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		ap_cli_error("no command given (try 'allocprof run --help')");
+		return AP_EXIT_USAGE;
+	}
+	*cmd = optind;
+	return 0;
+}
+
+/* Build ALLOCPROF_OPTIONS; *pattern gets the absolute output pattern. */
+static int compose_options(const struct run_opts *o, struct strbuf *b,
+			   char *pattern, size_t cap, bool *pprof)
+{
+	const char *user = getenv("ALLOCPROF_OPTIONS");
+	char fmt[64] = "pprof", out[PATH_MAX];
+	if (user && *user && sb_append(b, user, strlen(user)))
+		return -1;
+	option_value(user, "format", fmt, sizeof fmt);
+	if (o->format)
+		snprintf(fmt, sizeof fmt, "%s", o->format);
+	*pprof = strcmp(fmt, "heap_v2") != 0;
+	const char *rel = o->output;
+	if (!rel && option_value(user, "output", out, sizeof out))
+		rel = out;
+	if (!rel)
+		rel = *pprof ? "allocprof.%p.pb.gz" : "allocprof.%p.heap";
+	if (absolute_pattern(rel, pattern, cap)) {
+		ap_cli_error("output pattern too long or no current directory");
+		return -1;
+	}
+	if ((o->rate && sb_option(b, "rate", o->rate)) ||
+	    (o->format && sb_option(b, "format", o->format)) ||
+	    sb_option(b, "output", pattern))
+		return -1;
+	for (size_t i = 0; i < o->nextra; i++) {
+		const char *eq = strchr(o->extra[i], '=');
+		if (b->len && sb_append(b, ",", 1))
+			return -1;
+		if (sb_append(b, o->extra[i], strlen(o->extra[i])))
+			return -1;
+		if (!strncmp(o->extra[i], "output=", 7) &&
+		    absolute_pattern(eq + 1, pattern, cap))
+			return -1;
+		if (!strncmp(o->extra[i], "format=", 7))
+			*pprof = strcmp(eq + 1, "heap_v2") != 0;
+	}
+	return 0;
+}
+
+int ap_cmd_run(int argc, char **argv)
+{
+	struct run_opts o = {0};
+	int cmd = 0;
+	o.extra = calloc((size_t)argc + 1, sizeof *o.extra);
+	if (!o.extra) {
+		ap_cli_error("out of memory");
+		return AP_EXIT_INPUT;
+	}
+	int rc = parse_args(argc, argv, &o, &cmd);
+	if (rc) {
+		free(o.extra);
+		return rc < 0 ? AP_EXIT_OK : rc;
+	}
+	char lib[PATH_MAX], pattern[PATH_MAX], globpat[2 * PATH_MAX];
+	if (find_preload(lib, sizeof lib)) {
+		ap_cli_error("cannot find %s beside this executable or in %s",
+			     PRELOAD_NAME,
+#ifdef AP_INSTALL_LIBDIR
+			     AP_INSTALL_LIBDIR
+#else
+			     "the install prefix"
+#endif
+		);
+		free(o.extra);
+		return AP_EXIT_USAGE;
+	}
+	struct strbuf opts = {0};
+	bool pprof = true;
+	if (compose_options(&o, &opts, pattern, sizeof pattern, &pprof) ||
+	    pattern_to_glob(pattern, globpat, sizeof globpat)) {
+		ap_cli_error("cannot compose ALLOCPROF_OPTIONS");
+		free(opts.s);
+		free(o.extra);
+		return AP_EXIT_USAGE;
+	}
+	struct seen before, after;
+	if (seen_scan(globpat, &before))
+		memset(&before, 0, sizeof before);
+	bool started;
+	int status = run_child(argv + cmd, lib, opts.s, &started);
+	if (started && !o.quiet) {
+		if (seen_scan(globpat, &after) == 0) {
+			seen_subtract(&after, &before);
+			if (after.n)
+				print_summary(after.paths, after.n, pprof);
+			else
+				ap_cli_error("no profile was written (pattern %s)",
+					     pattern);
+			seen_free(&after);
+		}
+	}
+	seen_free(&before);
+	free(opts.s);
+	free(o.extra);
+	return status;
+}

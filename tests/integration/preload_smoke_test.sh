@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# preload_smoke_test.sh: helpers shared by the runtime's integration tests,
+# and, when run as a test, the smallest end-to-end check: a program runs
+# under liballocprof_preload.so with unchanged output and exit status and
+# writes one readable profile. (AP_TEST_PRELOAD: needs the runtime; skipped
+# in sanitizer builds.)
+#
+# Other tests source this file: `. "$(dirname "$0")/preload_smoke_test.sh"`.
+# Sourcing only defines the helpers and creates $TMP (removed at exit).
+
+set -euo pipefail
+
+: "${AP_BINDIR:?AP_BINDIR must name the build directory}"
+: "${AP_PROGDIR:=$AP_BINDIR/tests/integration/progs}"
+CLI=$AP_BINDIR/allocprof
+LIB=$AP_BINDIR/liballocprof_preload.so
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ap_preload.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+[ -r "$LIB" ] || fail "runtime not built: $LIB"
+[ -x "$CLI" ] || fail "CLI not built: $CLI"
+
+# bounded SECONDS CMD...: run with a hard time limit (exit 124 on timeout).
+bounded() {
+	local secs=$1
+	shift
+	timeout --kill-after=5 "$secs" "$@"
+}
+
+# lib_path SONAME: absolute path of an installed shared library, or "".
+lib_path() {
+	ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ { print $NF; exit }'
+}
+
+# go_pprof ARGS...: `go tool pprof` with a private, offline Go environment.
+go_pprof() {
+	mkdir -p "$TMP/gohome" "$TMP/gocache"
+	HOME=$TMP/gohome GOCACHE=$TMP/gocache GOTOOLCHAIN=local GOPROXY=off \
+		GOFLAGS='' PPROF_TMPDIR=$TMP bounded 120 go tool pprof "$@"
+}
+
+# check_readable FILE: the profile decodes. allocprof's own reader is used
+# when this build has a reading command; `go tool pprof -raw` (the reference
+# reader) whenever Go is installed. At least one of them must exist.
+check_readable() {
+	local f=$1 checked=0
+	[ -s "$f" ] || fail "$f: missing or empty"
+	gzip -t "$f" 2>/dev/null || fail "$f: not gzip data"
+	for cmd in report folded; do
+		if "$CLI" "$cmd" --help >/dev/null 2>&1; then
+			bounded 120 "$CLI" "$cmd" "$f" >"$TMP/read.out" 2>"$TMP/read.err" ||
+				fail "$f: allocprof $cmd cannot read it: $(head -3 "$TMP/read.err")"
+			checked=1
+			break
+		fi
+	done
+	if command -v go >/dev/null; then
+		go_pprof -raw "$f" >"$TMP/raw.out" 2>"$TMP/raw.err" ||
+			fail "$f: go tool pprof cannot read it: $(head -3 "$TMP/raw.err")"
+		grep -q '^Samples:' "$TMP/raw.out" ||
+			fail "$f: go tool pprof -raw shows no samples section"
+		checked=1
+	fi
+	[ $checked = 1 ] || skip "no profile reader (allocprof report/folded or go)"
+}
+
+# same_run NAME SECONDS ENV... -- CMD...: run CMD plainly and under the
+# runtime (LD_PRELOAD, ALLOCPROF_OPTIONS from the ENV words, which are
+# VAR=VALUE assignments for the profiled run only); both must exit with the
+# same status and byte-identical stdout. Leaves $TMP/NAME.plain/.prof.
+same_run() {
+	local name=$1 secs=$2
+	shift 2
+	local envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	local st_plain=0 st_prof=0
+	bounded "$secs" "$@" >"$TMP/$name.plain" 2>"$TMP/$name.plain.err" || st_plain=$?
+	env "${envs[@]}" bounded "$secs" "$@" >"$TMP/$name.prof" 2>"$TMP/$name.prof.err" || st_prof=$?
+	[ $st_prof != 124 ] || fail "$name: timed out under the runtime"
+	[ $st_plain = "$st_prof" ] ||
+		fail "$name: exit status $st_prof under the runtime, $st_plain without; stderr: $(tail -3 "$TMP/$name.prof.err")"
+	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
+		fail "$name: output differs under the runtime: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
+}
+
+# count_files GLOB: number of files matching GLOB.
+count_files() {
+	local n=0 f
+	for f in $1; do
+		[ -e "$f" ] && n=$((n + 1))
+	done
+	echo $n
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	mkdir -p "$TMP/smoke"
+	same_run smoke 60 LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="output=$TMP/smoke/p.%p.pb.gz,seed=1" \
+		-- "$AP_PROGDIR/exit_status" exit 0
+	[ ! -s "$TMP/smoke.prof.err" ] ||
+		fail "runtime printed on stderr: $(head -3 "$TMP/smoke.prof.err")"
+	n=$(count_files "$TMP/smoke/p.*.pb.gz")
+	[ "$n" = 1 ] || fail "expected one profile, found $n"
+	check_readable "$TMP"/smoke/p.*.pb.gz
+	echo "preload smoke: ok"
+fi

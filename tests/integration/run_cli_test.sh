@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run_cli_test.sh: `allocprof run` end to end: usage errors, exit statuses
+# and signal deaths passed through, signals forwarded, LD_PRELOAD and
+# ALLOCPROF_OPTIONS composed, profiles found and summarized.
+# AP_TEST_PRELOAD: runs programs under the runtime.
+. "$(dirname "$0")/preload_smoke_test.sh"
+
+P=$AP_PROGDIR
+cd "$TMP" || exit 1
+
+# expect_status WANT CMD...: CMD exits with WANT; stderr kept in $TMP/err.
+expect_status() {
+	local want=$1 st=0
+	shift
+	bounded 60 "$@" >"$TMP/out" 2>"$TMP/err" || st=$?
+	[ "$st" = "$want" ] ||
+		fail "'$*' exited $st, want $want; stderr: $(head -3 "$TMP/err")"
+}
+
+# --- usage -----------------------------------------------------------------
+expect_status 0 "$CLI" run --help
+grep -q '^usage: allocprof run' "$TMP/out" || fail "--help prints no usage"
+expect_status 1 "$CLI" run
+expect_status 1 "$CLI" run -r 0 -- true
+expect_status 1 "$CLI" run -r 12x -- true
+expect_status 1 "$CLI" run --format svg -- true
+expect_status 1 "$CLI" run -e novalue -- true
+expect_status 1 "$CLI" run -o 'a,b' -- true
+expect_status 1 "$CLI" run --no-such-flag -- true
+grep -q . "$TMP/err" || fail "usage error without a message"
+
+# --- command not found / not executable: one line, 127 / 126 --------------
+expect_status 127 "$CLI" run -- ./no-such-command-here
+[ "$(wc -l <"$TMP/err")" = 1 ] || fail "not-found message is not one line: $(cat "$TMP/err")"
+grep -q 'no-such-command-here' "$TMP/err" || fail "not-found message does not name the command"
+printf 'data\n' >"$TMP/not_exec"
+expect_status 126 "$CLI" run -- "$TMP/not_exec"
+
+# --- exit statuses and signal deaths pass through ---------------------------
+expect_status 0 "$CLI" run -o "$TMP/s0.%p.pb.gz" -- "$P/exit_status" exit 0
+expect_status 3 "$CLI" run -o "$TMP/s3.%p.pb.gz" -- "$P/exit_status" exit 3
+expect_status 134 "$CLI" run -q -o "$TMP/sa.%p.pb.gz" -- "$P/exit_status" signal 6
+expect_status 137 "$CLI" run -q -o "$TMP/sk.%p.pb.gz" -- "$P/exit_status" signal 9
+check_readable "$TMP"/s3.*.pb.gz
+
+# --- SIGTERM and SIGINT sent to allocprof reach the program ------------------
+for sig in TERM INT; do
+	rm -f "$TMP/ready"
+	bounded 60 "$CLI" run -q -o "$TMP/w.%p.pb.gz" -- "$P/exit_status" wait >"$TMP/ready" 2>&1 &
+	runpid=$!
+	for _ in $(seq 100); do
+		grep -q ready "$TMP/ready" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q ready "$TMP/ready" || fail "program under allocprof run never started"
+	kill -"$sig" "$runpid"
+	st=0
+	wait "$runpid" || st=$?
+	want=$((128 + $(kill -l "$sig")))
+	[ "$st" = "$want" ] || fail "SIG$sig to allocprof run: status $st, want $want"
+done
+
+# --- environment composition ------------------------------------------------
+jem=$(lib_path libjemalloc.so.2)
+ALLOCPROF_OPTIONS="seed=7,rate=100" LD_PRELOAD="${jem:-}" \
+	expect_status 0 "$CLI" run -q -r 4096 -e max_depth=16 -o "rel.%p.pb.gz" -- env
+opts=$(sed -n 's/^ALLOCPROF_OPTIONS=//p' "$TMP/out")
+pre=$(sed -n 's/^LD_PRELOAD=//p' "$TMP/out")
+case "$opts" in
+seed=7,rate=100,*rate=4096*) ;;
+*) fail "user's ALLOCPROF_OPTIONS not kept before the command line's: '$opts'" ;;
+esac
+case "$opts" in
+*"output=$TMP/rel.%p.pb.gz"*max_depth=16*) ;;
+*) fail "output not made absolute or -e not appended: '$opts'" ;;
+esac
+case "$pre" in
+"$(readlink -f "$LIB")"*|"$LIB"*) ;;
+*) fail "runtime is not first in LD_PRELOAD: '$pre'" ;;
+esac
+if [ -n "$jem" ]; then
+	case "$pre" in
+	*" $jem") ;;
+	*) fail "user's LD_PRELOAD not kept after the runtime: '$pre'" ;;
+	esac
+fi
+
+# --- profiles: found, summarized, follow the -o pattern ---------------------
+mkdir "$TMP/sub"
+expect_status 0 "$CLI" run -r 1 -o "sub/out.%p.pb.gz" -- "$P/exit_status" exit 0
+[ "$(count_files "$TMP/sub/out.*.pb.gz")" = 1 ] || fail "-o pattern not honoured"
+grep -q "1 profile written: $TMP/sub/out\." "$TMP/err" ||
+	fail "summary does not list the profile: $(head -3 "$TMP/err")"
+[ "$(wc -l <"$TMP/err")" -ge 3 ] || fail "summary has no sites: $(cat "$TMP/err")"
+
+# heap_v2 output is jemalloc's text format.
+expect_status 0 "$CLI" run --format heap_v2 -o "$TMP/h.%p.heap" -- "$P/exit_status" exit 0
+h=$(echo "$TMP"/h.*.heap)
+[ -s "$h" ] || fail "no heap_v2 profile written"
+head -1 "$h" | grep -q '^heap_v2/524288$' || fail "heap_v2 header: $(head -1 "$h")"
+
+# The program's own stdout is untouched by the summary (which is on stderr).
+expect_status 0 "$CLI" run -o "$TMP/e.%p.pb.gz" -- echo hello
+[ "$(cat "$TMP/out")" = hello ] || fail "stdout altered: $(cat "$TMP/out")"
+
+echo "run cli: ok"
