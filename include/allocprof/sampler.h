@@ -215,7 +215,8 @@ AP_API void ap_sampler_redraw(ap_sampler *s);
  */
 typedef struct ap_bump {
 	uintptr_t ptr;            /* next free byte (alloc_ptr) */
-	uintptr_t combined_limit; /* min(anchor + bytes_until_sample, limit) */
+	uintptr_t combined_limit; /* min(anchor + bytes_until_sample, limit), and
+				     with passthrough below anchor + exact_min */
 	uintptr_t limit;          /* end of the region (alloc_limit) */
 	uintptr_t anchor;         /* ptr when the counter was last synced */
 } ap_bump;
