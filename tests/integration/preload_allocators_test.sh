@@ -26,13 +26,7 @@ run_on() {
 	[ "$st_prof" = 0 ] || fail "$name: exit status $st_prof under the runtime: $(tail -3 "$TMP/$name.prof")"
 	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
 		fail "$name: output differs: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
-	local f n=0
-	for f in "$dir"/p.*.pb.gz; do
-		[ -e "$f" ] || continue
-		check_readable "$f"
-		n=$((n + 1))
-	done
-	[ $n -ge 1 ] || fail "$name: no profile written"
+	check_profiles "$name" "$dir"
 }
 
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libtcmalloc.so.4 libmimalloc.so.2; do

@@ -76,14 +76,7 @@ profiled() {
 		ALLOCPROF_OPTIONS="${opts}output=$TMP/prof/$name/p.%p.pb.gz" -- "$@"
 	[ ! -s "$TMP/$name.prof.err" ] || cmp -s "$TMP/$name.plain.err" "$TMP/$name.prof.err" ||
 		fail "$name: extra stderr under the runtime: $(head -3 "$TMP/$name.prof.err")"
-	local n=0 f
-	for f in "$TMP/prof/$name"/p.*.pb.gz; do
-		[ -e "$f" ] || continue
-		check_readable "$f"
-		n=$((n + 1))
-	done
-	[ $n -ge 1 ] || fail "$name: no profile written"
-	echo "$name: $n profile(s) ok" >&2
+	check_profiles "$name" "$TMP/prof/$name"
 }
 
 for rate in default 1; do

@@ -97,6 +97,18 @@ same_run() {
 		fail "$name: output differs under the runtime: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
 }
 
+# check_profiles NAME DIR: DIR holds at least one p.*.pb.gz and all decode.
+check_profiles() {
+	local name=$1 dir=$2 f n=0
+	for f in "$dir"/p.*.pb.gz; do
+		[ -e "$f" ] || continue
+		check_readable "$f"
+		n=$((n + 1))
+	done
+	[ $n -ge 1 ] || fail "$name: no profile written"
+	echo "$name: $n profile(s) ok" >&2
+}
+
 # count_files GLOB: number of files matching GLOB.
 count_files() {
 	local n=0 f
