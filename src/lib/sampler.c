@@ -94,7 +94,7 @@ static void apply_rate(ap_sampler *s, uint64_t rate)
 	s->rate = rate;
 	if (rate == 1) {
 		/* Every byte succeeds, whatever the gap kind. */
-		s->log_q = -INFINITY;
+		s->log_q = -(double)INFINITY;
 		s->byte_p = 1.0;
 	} else {
 		s->log_q = log_q_for(rate, s->gap);
@@ -153,7 +153,7 @@ int ap_sampler_set_rate(ap_sampler *s, uint64_t rate)
 double ap_sampler_prob(const ap_sampler *s, uint64_t size)
 {
 	if (!s)
-		return NAN;
+		return (double)NAN;
 	if (size == 0)
 		return 0.0;
 	if (s->rate == 1 || (s->passthrough && size >= s->exact_min))
