@@ -148,7 +148,13 @@ typedef struct ap_nb_group {
 	double u;
 	double rate;
 } ap_nb_group;
-/* As ap_nb_interval over n groups (n = 1 is exactly ap_nb_interval). */
+/*
+ * As ap_nb_interval over n groups (n = 1 is exactly ap_nb_interval; groups
+ * of one rate pool exactly). open_start / open_end apply per group (each
+ * group one window). Mixed rates are approximate: the lower bound errs low
+ * (conservative), the upper within a few percent (tests/unit/estimate_test.c).
+ * AP_EINVAL for n = 0, NULL groups or any invalid group.
+ */
 AP_API int ap_nb_interval_groups(const ap_nb_group *groups, size_t n,
 				 double level, bool open_start, bool open_end,
 				 ap_interval *out);
@@ -193,14 +199,17 @@ AP_API double ap_count_estimate(uint64_t count, double rate);
 /*
  * Values to write in a jemalloc heap_v2 line so that jeprof, which scales
  * each line by 1 / (1 - exp(-avg/R)) with avg = bytes/objects, prints the
- * already unbiased (objects, bytes) (docs/STATISTICS.md section 3).
- * Integers are chosen so the bytes jeprof prints are within 1 of bytes and
- * its object count within rounding of objects; *objects_out >= 1 whenever
- * bytes > 0. jeprof cannot print fewer than R bytes for a line with a
- * nonzero count, so bytes < R print as about R. bytes = 0 gives (0, 0):
- * jeprof would divide by zero scaling a zero-byte line, so zero-size
- * objects are dropped. AP_EINVAL for negative/NaN/infinite input, objects 0
- * with bytes > 0, rate < 1; AP_ERANGE if a result exceeds UINT64_MAX.
+ * already unbiased (objects, bytes) (docs/STATISTICS.md section 3). The
+ * count is an integer c >= 1 whenever bytes > 0, so both printed values are
+ * off by the same rounding factor, between c/(c+0.5) and c/(c-0.5) (for a
+ * profile c is about the sample count, so this stays well inside the
+ * sampling error); the average size they imply is kept exact. A line
+ * whose objects * (1 - exp(-avg/R)) is below 0.5 (an estimate smaller than
+ * any single sample yields) still gets count 1 and prints inflated.
+ * bytes = 0 gives (0, 0): jeprof would divide by zero scaling a zero-byte
+ * line, so zero-size objects are dropped. AP_EINVAL for negative, NaN or
+ * infinite input, objects 0 with bytes > 0, rate < 1; AP_ERANGE if a
+ * result exceeds UINT64_MAX.
  */
 AP_API int ap_jeprof_transform(double objects, double bytes, double rate,
 			       uint64_t *objects_out, uint64_t *bytes_out);

@@ -386,25 +386,6 @@ double ap_count_estimate(uint64_t count, double rate)
 	return (double)count * rate;
 }
 
-/*
- * jeprof prints, for a line with count c and bytes s, c * g(s / c) bytes
- * with g(y) = y / (1 - exp(-y / R)), which rises from R (y -> 0) without
- * bound and satisfies g(y) >= y. Solve g(y) = target by bisection.
- */
-static double jeprof_inverse(double target, double rate)
-{
-	double lo = 0, hi = target;
-	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-		double mid = 0.5 * (lo + hi);
-		double g = mid / -expm1(-mid / rate);
-		if (g < target)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return 0.5 * (lo + hi);
-}
-
 int ap_jeprof_transform(double objects, double bytes, double rate,
 			uint64_t *objects_out, uint64_t *bytes_out)
 {
@@ -423,20 +404,18 @@ int ap_jeprof_transform(double objects, double bytes, double rate,
 	/*
 	 * Seed 000 / STATISTICS.md section 3: with x = bytes / objects and
 	 * f = 1 - exp(-x/R), writing (objects f, bytes f) makes jeprof print
-	 * (objects, bytes). Counts must be integers >= 1, so round the count,
-	 * keep it <= bytes / R (a line of c counts prints at least c R bytes)
-	 * and then pick the byte value that makes jeprof print bytes exactly
-	 * for that count.
+	 * (objects, bytes). The count must be an integer >= 1. Rounding it
+	 * while keeping the average x = s / c exact scales both printed
+	 * values by the same factor c / (objects f), in [c/(c+.5), c/(c-.5)];
+	 * fitting bytes exactly instead would distort the object count many
+	 * times over, as jeprof's scaling is flat in x for x << R.
 	 */
-	double f = -expm1(-(bytes / objects) / rate);
-	double c = fmax(1.0, round(objects * f));
-	c = fmin(c, fmax(1.0, floor(bytes / rate)));
-	double s;
-	if (bytes / c > rate)
-		s = round(c * jeprof_inverse(bytes / c, rate));
-	else
-		s = 1; /* bytes < R: the smallest value jeprof can show */
+	double x = bytes / objects;
+	double c = fmax(1.0, round(objects * -expm1(-x / rate)));
+	double s = fmax(1.0, round(c * x));
+	if (s >= 0x1p64)
+		return AP_ERANGE;
 	*objects_out = (uint64_t)c;
-	*bytes_out = (uint64_t)fmax(1.0, s);
+	*bytes_out = (uint64_t)s;
 	return 0;
 }
