@@ -423,7 +423,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 					     "integer, not '%s'", optarg);
 				return AP_EXIT_USAGE;
 			}
-		} else if ((rc = vc_view_option(c, optarg, &a->o)) == 1) {
+		} else if ((rc = vc_view_option(c, optarg, &a->o)) < 0) {
 			return vc_bad_option("diff", argv);
 		} else if (rc) {
 			return rc;

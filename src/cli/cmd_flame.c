@@ -174,7 +174,7 @@ int ap_cmd_flame(int argc, char **argv)
 					     "100000, not '%s'", optarg);
 				return AP_EXIT_USAGE;
 			}
-		} else if ((rc = vc_view_option(c, optarg, &o)) == 1) {
+		} else if ((rc = vc_view_option(c, optarg, &o)) < 0) {
 			return vc_bad_option("flame", argv);
 		} else if (rc) {
 			return rc;

@@ -143,7 +143,7 @@ int ap_cmd_folded(int argc, char **argv)
 			return AP_EXIT_OK;
 		}
 		int rc = vc_view_option(c, optarg, &o);
-		if (rc == 1)
+		if (rc < 0)
 			return vc_bad_option("folded", argv);
 		if (rc)
 			return rc;

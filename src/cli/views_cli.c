@@ -23,7 +23,7 @@ int vc_view_option(int opt, const char *arg, hv_options *o)
 			return AP_EXIT_USAGE;
 		}
 		return 0;
-	default: return 1;
+	default: return -1;
 	}
 }
 

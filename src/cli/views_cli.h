@@ -39,8 +39,8 @@ enum {
 
 /*
  * Apply shared option opt (with its argument) to o. Returns 0 when handled,
- * 1 when opt is not a shared option, or AP_EXIT_USAGE after printing why the
- * argument is bad.
+ * -1 when opt is not a shared option, or AP_EXIT_USAGE after printing why
+ * the argument is bad.
  */
 int vc_view_option(int opt, const char *arg, hv_options *o);
 

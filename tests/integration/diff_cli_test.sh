@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# allocprof diff end to end: exact changes at rate 1 (sites in one profile
+# only, sorting by |change|, totals, --by, --top, --significant, text and
+# JSON agree), sampled profiles (no change against itself; a site with 2x
+# the bytes and hundreds of samples is significant; few-sample sites use the
+# combined method), and bad input / usage errors with one-line messages.
+# The false-alarm rate over many independent runs is tests/stats/diff_*.
+set -euo pipefail
+cli="$AP_BINDIR/allocprof"
+mk="$AP_PROGDIR/view_mkprof"
+command -v python3 > /dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Rate 1: every allocation recorded, so estimates are the truth.
+printf '100 10 10 main;a\n50 4 4 main;b\n10 1 1 main;c\n' | "$mk" 1 "$tmp/b1.pb" > /dev/null
+printf '100 10 10 main;a\n50 8 8 main;b\n30 2 2 main;d\n' | "$mk" 1 "$tmp/n1.pb" > /dev/null
+"$cli" diff --alloc --json "$tmp/b1.pb" "$tmp/n1.pb" > "$tmp/exact.json" ||
+  fail "diff --json exited $?"
+python3 - "$tmp/exact.json" <<'EOF' || fail "exact diff JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["view"] == "alloc" and d["by"] == "function" and d["level"] == 0.95, d
+names = [s["function"] for s in d["sites"]]
+assert names == ["b", "d", "c", "a"], names           # by |change|, then name
+want = {"b": (200, 200, 400), "d": (60, 0, 60), "c": (-10, 10, 0), "a": (0, 1000, 1000)}
+for s in d["sites"]:
+    ch, b, n = want[s["function"]]
+    assert s["change"] == ch and s["change_lo"] == ch and s["change_hi"] == ch, s
+    assert s["base"]["bytes"] == b and s["new"]["bytes"] == n, s
+    assert s["method"] == "exact", s
+    assert s["significant"] == (ch != 0), s
+    assert s["stack"] == [s["function"], "main"], s
+assert d["sites"][0]["relative"] == 1.0                  # b: +200 on 200
+assert d["sites"][1]["relative"] is None                 # d: new site
+t = d["total"]
+assert (t["base"]["bytes"], t["new"]["bytes"], t["change"]) == (1210, 1460, 250), t
+assert t["significant"] and t["method"] == "exact", t
+EOF
+# The text table says the same: three '*' rows, a total row, a summary.
+"$cli" diff --alloc "$tmp/b1.pb" "$tmp/n1.pb" > "$tmp/exact.txt"
+[ "$(grep -c '^\*' "$tmp/exact.txt")" = 4 ] || fail "want 3 sites + total marked: $(cat "$tmp/exact.txt")"
+grep -Eq '^\* +\+200 B .* b$' "$tmp/exact.txt" || fail "row for b"
+grep -Eq '^\* +-10 B .* c$' "$tmp/exact.txt" || fail "row for c"
+grep -Eq '^\* +\+250 B .* total$' "$tmp/exact.txt" || fail "total row"
+grep -q '^4 sites, 3 with a significant change$' "$tmp/exact.txt" || fail "summary line"
+# --top and --significant select rows; the total always stays.
+"$cli" diff --alloc --top 1 "$tmp/b1.pb" "$tmp/n1.pb" | grep -Eq '\(1 shown\)' || fail "--top"
+"$cli" diff --alloc --json --significant "$tmp/b1.pb" "$tmp/n1.pb" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert [s["function"] for s in d["sites"]] == ["b","d","c"], d' ||
+  fail "--significant"
+# --by stack keys sites by whole stacks.
+"$cli" diff --alloc --by stack --json "$tmp/b1.pb" "$tmp/n1.pb" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["by"]=="stack" and d["sites"][0]["name"]=="main;b", d' ||
+  fail "--by stack"
+# The inuse view is the default.
+"$cli" diff --json "$tmp/b1.pb" "$tmp/n1.pb" |
+  python3 -c 'import json,sys; assert json.load(sys.stdin)["view"]=="inuse"' || fail "default view"
+
+# Sampled profiles (R = 65536). big: 1 MiB objects, 300 vs 600 samples;
+# same: identical; few: a handful of samples on each side.
+cat > "$tmp/base.desc" <<'EOF'
+1048576 300 300 main;big
+65536 400 400 main;same
+64 3 3 main;few
+EOF
+cat > "$tmp/new.desc" <<'EOF'
+1048576 600 600 main;big
+65536 400 400 main;same
+64 4 4 main;few
+EOF
+"$mk" 65536 "$tmp/bs.pb" < "$tmp/base.desc" > /dev/null
+"$mk" 65536 "$tmp/ns.pb" < "$tmp/new.desc" > /dev/null
+"$cli" diff --alloc --json "$tmp/bs.pb" "$tmp/ns.pb" > "$tmp/s.json"
+python3 - "$tmp/s.json" <<'EOF' || fail "sampled diff JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = {x["function"]: x for x in d["sites"]}
+big, same, few = s["big"], s["same"], s["few"]
+# 1 MiB objects at R = 64 KiB are sampled with pi ~ 1 - e^-16: the change
+# is ~300 MiB with a tiny variance: significant, normal method.
+assert big["significant"] and big["method"] == "normal", big
+assert big["change_lo"] > 0 and abs(big["change"] - 300 * 1048576) < 0.01 * 300 * 1048576, big
+assert not same["significant"] and same["change"] == 0, same
+assert same["change_lo"] < 0 < same["change_hi"], same
+assert few["method"] == "combined" and not few["significant"], few
+# Each side's own interval is reported at the full level and covers its estimate.
+for x in (big, same, few):
+    for side in ("base", "new"):
+        v = x[side]
+        assert v["bytes_lo"] <= v["bytes"] <= v["bytes_hi"], (x["function"], v)
+assert d["total"]["significant"], d["total"]
+EOF
+# A profile against itself: nothing significant, every change 0.
+"$cli" diff --alloc --json "$tmp/bs.pb" "$tmp/bs.pb" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert not any(s["significant"] for s in d["sites"]+[d["total"]]), d' ||
+  fail "self-diff flagged a change"
+# A site absent from BASE with few samples in NEW is not called significant:
+# "no sample" bounds the base only by ~R ln(2/(1-sqrt(L))) bytes.
+printf '64 1 1 main;x\n' | "$mk" 65536 "$tmp/one.pb" > /dev/null
+printf '64 1 1 main;x\n64 2 2 main;fresh\n' | "$mk" 65536 "$tmp/two.pb" > /dev/null
+"$cli" diff --alloc --json "$tmp/one.pb" "$tmp/two.pb" |
+  python3 -c '
+import json,sys
+d = json.load(sys.stdin)
+f = [s for s in d["sites"] if s["function"] == "fresh"][0]
+assert f["base"]["samples"] == 0 and f["base"]["bytes"] == 0, f
+assert f["base"]["bytes_hi"] > 65536, f
+assert not f["significant"] and f["change_lo"] < 0, f' || fail "one-sided site"
+
+# Bad input: exit 2, one line; usage: exit 1, one line.
+head -c 50 "$tmp/bs.pb" > "$tmp/trunc.pb"
+printf 'nope' > "$tmp/garbage.pb"
+for pair in "$tmp/trunc.pb $tmp/ns.pb" "$tmp/bs.pb $tmp/garbage.pb" "$tmp/missing.pb $tmp/ns.pb"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$cli" diff $pair > "$tmp/out" 2> "$tmp/err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "diff $pair: exit $rc, want 2"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "diff $pair: $(cat "$tmp/err")"
+  [ ! -s "$tmp/out" ] || fail "diff $pair: printed output"
+done
+for args in "" "$tmp/bs.pb" "$tmp/bs.pb $tmp/ns.pb $tmp/ns.pb" "--by file $tmp/bs.pb $tmp/ns.pb" \
+            "--level 0 $tmp/bs.pb $tmp/ns.pb" "--top -1 $tmp/bs.pb $tmp/ns.pb" "--what $tmp/bs.pb $tmp/ns.pb"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$cli" diff $args > /dev/null 2> "$tmp/err"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "diff $args: exit $rc, want 1"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "diff $args: $(cat "$tmp/err")"
+done
+"$cli" diff --help | grep -q 'sqrt(L)' || fail "--help does not explain the method"
+echo "diff cli: ok"

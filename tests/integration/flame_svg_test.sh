@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# allocprof flame: the SVG is well-formed XML (xmllint), self-contained,
+# carries the expected frames with tooltips (bytes, interval, samples),
+# escapes hostile names and titles, has the interactive script in CDATA,
+# is deterministic, and bad input exits 2 with one line (usage errors 1).
+set -euo pipefail
+cli="$AP_BINDIR/allocprof"
+mk="$AP_PROGDIR/view_mkprof"
+command -v xmllint > /dev/null || { echo "SKIP: xmllint not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$tmp/desc" <<'EOF'
+64 10 4 main;parse;xmalloc
+1048576 20 20 main;load_cache;buffer_new
+4096 5 0 main;parse;tokenize
+300 4 4 main;evil\x3cscript\x3e\x26\x22q\x22\x27;bad\xffutf8\x01ctl
+100 3 3 main;std::vector\x3cint\x3e::push_back;operator new[]\x28unsigned long\x29
+EOF
+"$mk" 524288 "$tmp/p.pb" < "$tmp/desc" > /dev/null
+
+"$cli" flame --alloc --title 'Title <&> "q" '"'s'" "$tmp/p.pb" > "$tmp/a.svg" 2> "$tmp/err" ||
+  fail "flame exited $?: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "flame wrote to stderr: $(cat "$tmp/err")"
+xmllint --noout "$tmp/a.svg" || fail "alloc SVG is not well-formed"
+head -c 5 "$tmp/a.svg" | grep -q '<?xml' || fail "no XML declaration"
+grep -q '<svg xmlns="http://www.w3.org/2000/svg"' "$tmp/a.svg" || fail "no SVG root"
+
+# Expected frames (data-n carries the full name).
+for f in all main parse xmalloc load_cache buffer_new tokenize; do
+  grep -q "data-n=\"$f\"" "$tmp/a.svg" || fail "frame $f missing"
+done
+# Hostile names are escaped, never raw; invalid bytes become U+FFFD.
+grep -q 'data-n="evil&lt;script&gt;&amp;&quot;q&quot;&apos;"' "$tmp/a.svg" ||
+  fail "hostile name not escaped as expected"
+! grep -q '<script>&' "$tmp/a.svg" || fail "raw hostile name in the SVG"
+grep -q "data-n=\"bad$(printf '\xef\xbf\xbd')utf8$(printf '\xef\xbf\xbd')ctl\"" "$tmp/a.svg" ||
+  fail "invalid UTF-8 / control bytes not replaced"
+grep -q 'data-n="std::vector&lt;int&gt;::push_back"' "$tmp/a.svg" ||
+  fail "C++ template name not escaped"
+grep -q '<text id="title" [^>]*>Title &lt;&amp;&gt; &quot;q&quot; &apos;s&apos;</text>' "$tmp/a.svg" ||
+  fail "title not escaped"
+# Script inline in CDATA, no external references.
+grep -q '<script type="text/ecmascript"><!\[CDATA\[' "$tmp/a.svg" || fail "no inline script"
+[ "$(grep -c ']]>' "$tmp/a.svg")" = 2 ] || fail "unexpected CDATA terminators"
+! grep -Eq '(xlink:)?href="(https?:)?//' "$tmp/a.svg" || fail "external reference"
+for fn in zoom search keydown; do
+  grep -q "$fn" "$tmp/a.svg" || fail "script lacks $fn"
+done
+# Tooltip: name, bytes, share, interval, samples.
+grep -Eq '<title>load_cache&#10;[0-9.]+ MiB allocated \([0-9]+ B\), [0-9.]+% of the total&#10;95% interval \[[0-9.]+ [KMG]iB, [0-9.]+ [KMG]iB\]&#10;20 samples</title>' "$tmp/a.svg" ||
+  fail "load_cache tooltip: $(grep -o '<title>load_cache[^<]*' "$tmp/a.svg")"
+# Frame widths: buffer_new (20 MiB-ish of ~32 MiB) wider than tokenize.
+wb=$(grep -o 'data-w="[0-9.e-]*" data-b="[0-9.e+]*" data-n="buffer_new"' "$tmp/a.svg" | sed 's/data-w="\([^"]*\)".*/\1/')
+wt=$(grep -o 'data-w="[0-9.e-]*" data-b="[0-9.e+]*" data-n="tokenize"' "$tmp/a.svg" | sed 's/data-w="\([^"]*\)".*/\1/')
+awk -v a="$wb" -v b="$wt" 'BEGIN { exit !(a > 0.5 && a < 0.9 && b > 0 && b < a) }' ||
+  fail "widths buffer_new=$wb tokenize=$wt"
+
+# inuse view: tokenize has no live bytes, so no frame; default is inuse.
+"$cli" flame "$tmp/p.pb" > "$tmp/i.svg"
+xmllint --noout "$tmp/i.svg" || fail "inuse SVG is not well-formed"
+! grep -q 'data-n="tokenize"' "$tmp/i.svg" || fail "tokenize in the inuse graph"
+grep -q 'In-use bytes' "$tmp/i.svg" || fail "default title should name the inuse view"
+# Deterministic output.
+"$cli" flame "$tmp/p.pb" | cmp -s - "$tmp/i.svg" || fail "output not deterministic"
+# --level shows in the tooltips; --width in the root element.
+"$cli" flame --level 0.8 --width 800 "$tmp/p.pb" > "$tmp/l.svg"
+grep -q '80% interval' "$tmp/l.svg" || fail "--level not used in tooltips"
+grep -q '<svg [^>]*width="800"' "$tmp/l.svg" || fail "--width not used"
+
+# An empty profile still gives a valid document with the root only.
+: | "$mk" 524288 "$tmp/empty.pb" > /dev/null
+"$cli" flame "$tmp/empty.pb" > "$tmp/e.svg" || fail "empty profile exited $?"
+xmllint --noout "$tmp/e.svg" || fail "empty SVG is not well-formed"
+[ "$(grep -c '<g class="f"' "$tmp/e.svg")" = 1 ] || fail "empty graph has frames"
+
+# Bad input: exit 2 and one line on stderr, nothing on stdout.
+head -c 120 "$tmp/p.pb" > "$tmp/trunc.pb"
+printf 'garbage' > "$tmp/garbage.pb"
+: > "$tmp/zero.pb"
+for bad in "$tmp/trunc.pb" "$tmp/garbage.pb" "$tmp/zero.pb" "$tmp/missing.pb"; do
+  set +e
+  "$cli" flame "$bad" > "$tmp/out" 2> "$tmp/err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$(basename "$bad"): exit $rc, want 2"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$(basename "$bad"): $(cat "$tmp/err")"
+  [ ! -s "$tmp/out" ] || fail "$(basename "$bad"): wrote a partial SVG"
+done
+for args in "" "--width 10 $tmp/p.pb" "--level 1.5 $tmp/p.pb" "--nope $tmp/p.pb" "--title"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$cli" flame $args > /dev/null 2> "$tmp/err"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "flame $args: exit $rc, want 1"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "flame $args: $(cat "$tmp/err")"
+done
+"$cli" flame --help | grep -q '^usage: allocprof flame' || fail "--help"
+echo "flame svg: ok"
