@@ -1,0 +1,190 @@
+/*
+ * config.c: the ALLOCPROF_OPTIONS table and dump file name patterns
+ * (config.h). Only the signal key needs a custom parser; every other key is
+ * one row of a generic type.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "allocprof/common.h"
+#include "allocprof/sampler.h"
+#include "unwinder.h"
+
+static const char *const format_names[] = { "pprof", "heap_v2", NULL };
+static const char *const fork_names[] = { "follow", "stop", NULL };
+
+/* Signals a user may reasonably dedicate to dumps. Fatal and job-control
+ * signals are refused: taking them over would change the program. */
+static const struct {
+	const char *name;
+	int sig;
+} signal_names[] = { { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+		     { "HUP", SIGHUP },   { "PROF", SIGPROF },
+		     { "URG", SIGURG },   { "WINCH", SIGWINCH } };
+
+static bool signal_allowed(long n)
+{
+	if (n >= SIGRTMIN && n <= SIGRTMAX)
+		return true;
+	for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
+		if (signal_names[i].sig == n)
+			return true;
+	return false;
+}
+
+static int parse_signal(const char *v, size_t n, void *dst, char *err, size_t errlen)
+{
+	static const char what[] =
+		"a signal name or number (USR1, SIGUSR2, HUP, PROF, URG, WINCH, "
+		"RTMIN..RTMAX; 0 = none)";
+	uint64_t num;
+	if (ap_parse_u64(v, n, &num) == 0) {
+		if (num == 0 || (num < 1000 && signal_allowed((long)num))) {
+			*(int *)dst = (int)num;
+			return 0;
+		}
+		snprintf(err, errlen, "%s", what);
+		return AP_EINVAL;
+	}
+	if (n > 3 && strncmp(v, "SIG", 3) == 0) {
+		v += 3;
+		n -= 3;
+	}
+	for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++) {
+		if (strlen(signal_names[i].name) == n &&
+		    memcmp(signal_names[i].name, v, n) == 0) {
+			*(int *)dst = signal_names[i].sig;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "%s", what);
+	return AP_EINVAL;
+}
+
+#define OFF(f) offsetof(rt_options, f)
+
+static const ap_option_spec specs[] = {
+	{ "rate", AP_OPT_SIZE, OFF(rate), 1, AP_SAMPLER_RATE_MAX, NULL, 0, NULL,
+	  "mean bytes between samples (1 = record every allocation)" },
+	{ "output", AP_OPT_STRING, OFF(output), 0, 0, NULL, RT_PATH_CAP, NULL,
+	  "file name pattern: %p pid, %t time, %n sequence, %% percent" },
+	{ "seed", AP_OPT_U64, OFF(seed), 0, 0, NULL, 0, NULL,
+	  "random seed (0 = random; fixed seeds make runs reproducible)" },
+	{ "dump_at_exit", AP_OPT_BOOL, OFF(dump_at_exit), 0, 0, NULL, 0, NULL,
+	  "write a profile when the program exits" },
+	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
+	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
+	{ "interval", AP_OPT_DURATION, OFF(interval_ns), 0, 0, NULL, 0, NULL,
+	  "dump every this long (30, 1.5s, 500ms, 2m); 0 = never" },
+	{ "every_bytes", AP_OPT_SIZE, OFF(every_bytes), 0, 0, NULL, 0, NULL,
+	  "dump each time this many more bytes were allocated (estimate)" },
+	{ "peak", AP_OPT_BOOL, OFF(peak), 0, 0, NULL, 0, NULL,
+	  "dump at each new in-use peak, at most once per peak_gap" },
+	{ "peak_gap", AP_OPT_DURATION, OFF(peak_gap_ns), 0, 0, NULL, 0, NULL,
+	  "minimum time between two peak dumps (default 1s)" },
+	{ "max_depth", AP_OPT_U64, OFF(max_depth), 1, UNWIND_DEPTH_MAX, NULL, 0,
+	  NULL, "deepest stack recorded, in frames" },
+	{ "unwinder", AP_OPT_ENUM, OFF(unwinder), 0, 0, unwinder_names, 0, NULL,
+	  "stack unwinder: libunwind, libgcc or fp (frame pointers)" },
+	{ "format", AP_OPT_ENUM, OFF(format), 0, 0, format_names, 0, NULL,
+	  "profile format: pprof (gzip'd protobuf) or heap_v2 (jeprof text)" },
+	{ "fork", AP_OPT_ENUM, OFF(fork_mode), 0, 0, fork_names, 0, NULL,
+	  "in a forked child: follow (own file, pid in its name) or stop" },
+	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
+	  "print what the runtime does (dumps, settings) on stderr" },
+};
+
+const ap_option_spec *rt_option_specs(size_t *n)
+{
+	*n = sizeof specs / sizeof specs[0];
+	return specs;
+}
+
+void rt_options_default(rt_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->rate = AP_SAMPLER_DEFAULT_RATE;
+	o->dump_at_exit = true;
+	o->peak_gap_ns = 1000000000ULL;
+	o->max_depth = 64;
+	o->unwinder = UNWINDER_LIBUNWIND;
+	o->format = RT_FORMAT_PPROF;
+	o->fork_mode = RT_FORK_FOLLOW;
+}
+
+int rt_options_parse(rt_options *o, const char *text, ap_option_error_fn on_error,
+		     void *ctx)
+{
+	return ap_options_parse(text, specs, sizeof specs / sizeof specs[0], o,
+				on_error, ctx);
+}
+
+const char *rt_output_pattern(const rt_options *o)
+{
+	if (o->output[0])
+		return o->output;
+	return o->format == RT_FORMAT_HEAPV2 ? "allocprof.%p.%n.heap"
+					     : "allocprof.%p.%n.pb.gz";
+}
+
+/* Append (s, n) to out at *len; false when it does not fit (NUL included). */
+static bool put(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+	if (n >= cap - *len)
+		return false;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+	return true;
+}
+
+static bool put_u64(char *out, size_t cap, size_t *len, uint64_t v)
+{
+	char buf[24];
+	int k = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+	return put(out, cap, len, buf, (size_t)k);
+}
+
+int rt_expand_pattern(const char *pattern, long pid, uint64_t time_s,
+		      uint64_t seq, bool need_pid, char *out, size_t cap)
+{
+	if (!pattern || !out || cap == 0)
+		return AP_EINVAL;
+	size_t len = 0;
+	out[0] = '\0';
+	bool has_pid = strstr(pattern, "%p") != NULL;
+	/* Where ".PID" goes when the child needs one: before the first '.' of
+	 * the base name, or at the end. */
+	const char *base = strrchr(pattern, '/');
+	base = base ? base + 1 : pattern;
+	const char *dot = strchr(base, '.');
+	if (dot == base) /* a hidden file: its leading dot is not an extension */
+		dot = strchr(base + 1, '.');
+	for (const char *p = pattern;; p++) {
+		if (need_pid && !has_pid && (p == dot || (!dot && *p == '\0'))) {
+			if (!put(out, cap, &len, ".", 1) ||
+			    !put_u64(out, cap, &len, (uint64_t)pid))
+				return AP_ERANGE;
+		}
+		if (*p == '\0')
+			break;
+		bool ok = true;
+		if (p[0] == '%' && p[1]) {
+			switch (p[1]) {
+			case 'p': ok = put_u64(out, cap, &len, (uint64_t)pid); p++; break;
+			case 't': ok = put_u64(out, cap, &len, time_s); p++; break;
+			case 'n': ok = put_u64(out, cap, &len, seq); p++; break;
+			case '%': ok = put(out, cap, &len, "%", 1); p++; break;
+			default: ok = put(out, cap, &len, p, 1); break;
+			}
+		} else {
+			ok = put(out, cap, &len, p, 1);
+		}
+		if (!ok)
+			return AP_ERANGE;
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * config.h: the runtime's options (ALLOCPROF_OPTIONS) and dump file names.
+ *
+ * One table (config.c) names every key, its type, bounds and help line; the
+ * generic parser in src/lib/options.c applies it. Adding a key = one row
+ * plus a field here (e.g. the planned http=ADDR:PORT as an AP_OPT_CUSTOM).
+ */
+#ifndef AP_PRELOAD_CONFIG_H
+#define AP_PRELOAD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocprof/options.h"
+
+#define RT_PATH_CAP 1024
+
+typedef enum { RT_FORMAT_PPROF = 0, RT_FORMAT_HEAPV2 = 1 } rt_format;
+typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
+
+typedef struct rt_options {
+	uint64_t rate;          /* mean sampling interval R, bytes */
+	char output[RT_PATH_CAP]; /* pattern; "" = default for the format */
+	uint64_t seed;          /* 0 = random */
+	bool dump_at_exit;
+	int signal;             /* dump on this signal; 0 = none */
+	uint64_t interval_ns;   /* periodic dumps; 0 = none */
+	uint64_t every_bytes;   /* dump each time this many more bytes (HT
+				   estimate) were allocated; 0 = none */
+	bool peak;              /* dump at new in-use peaks (rate-limited) */
+	uint64_t peak_gap_ns;   /* minimum time between two peak dumps */
+	uint64_t max_depth;
+	int unwinder;           /* unwinder_kind */
+	int format;             /* rt_format */
+	int fork_mode;          /* rt_fork_mode */
+	bool verbose;
+} rt_options;
+
+/* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */
+void rt_options_default(rt_options *o);
+
+/* The option table (for documentation and tests). */
+const ap_option_spec *rt_option_specs(size_t *n);
+
+/* Parse text into o; problems go to on_error. Returns their number. */
+int rt_options_parse(rt_options *o, const char *text, ap_option_error_fn on_error,
+		     void *ctx);
+
+/* The pattern in effect: o->output or the format's default. */
+const char *rt_output_pattern(const rt_options *o);
+
+/*
+ * Expand a file name pattern: %p = pid, %t = time (seconds since the
+ * epoch), %n = sequence number, %% = '%'; other '%x' stay as written. When
+ * need_pid is set and the pattern has no %p (a fork child that keeps
+ * profiling), ".PID" is inserted before the file name's first '.' (or
+ * appended) so parent and child never write the same file.
+ * 0, or AP_ERANGE when the result does not fit in cap bytes.
+ */
+int rt_expand_pattern(const char *pattern, long pid, uint64_t time_s,
+		      uint64_t seq, bool need_pid, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,507 @@
+/*
+ * dump.c: build and write heap profiles from the stack table (dump.h).
+ *
+ * Runs in the dumper thread, in the thread calling ap_runtime_dump, or in
+ * the exiting thread -- never in a signal handler or inside malloc -- with
+ * that thread's reentrancy guard set, so the little libc may allocate here
+ * (realpath, strerror) goes to the real allocator unsampled. The profile,
+ * the encoder's buffers and zlib's state all come from the arena.
+ */
+#include "dump.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocprof/codec.h"
+#include "config.h"
+#include "unwinder.h"
+#if __has_include("allocprof/heapv2.h")
+#include "allocprof/heapv2.h"
+#define DUMP_HAVE_HEAPV2 1
+#endif
+
+extern void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- mappings -------------------------------------------------------------- */
+
+typedef struct map_ent {
+	uint64_t start, limit, offset;
+	char path[PATH_MAX];
+	char build_id[2 * 64 + 1];
+} map_ent;
+
+typedef struct map_list {
+	arena *a;
+	map_ent *v;
+	size_t n, cap;
+	bool failed;
+} map_list;
+
+static void hex(const unsigned char *b, size_t n, char *out, size_t cap)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t j = 0;
+	for (size_t i = 0; i < n && j + 2 < cap; i++) {
+		out[j++] = digits[b[i] >> 4];
+		out[j++] = digits[b[i] & 15];
+	}
+	out[j] = '\0';
+}
+
+/* The GNU build ID from the object's PT_NOTE segments, as hex ("" if none). */
+static void find_build_id(const struct dl_phdr_info *info, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		size_t left = ph->p_memsz;
+		while (left >= sizeof(ElfW(Nhdr))) {
+			ElfW(Nhdr) nh;
+			memcpy(&nh, p, sizeof nh);
+			size_t name_sz = (nh.n_namesz + 3) & ~(size_t)3;
+			size_t desc_sz = (nh.n_descsz + 3) & ~(size_t)3;
+			size_t need = sizeof nh + name_sz + desc_sz;
+			if (need > left || name_sz < nh.n_namesz || desc_sz < nh.n_descsz)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp(p + sizeof nh, "GNU", 4) == 0 && nh.n_descsz <= 64) {
+				hex(p + sizeof nh + name_sz, nh.n_descsz, out, cap);
+				return;
+			}
+			p += need;
+			left -= need;
+		}
+	}
+}
+
+static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	map_list *l = data;
+	char path[PATH_MAX];
+	if (l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
+		/* The main program comes first, with an empty name. */
+		ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
+		if (k <= 0)
+			return 0;
+		path[k] = '\0';
+	} else {
+		/* Objects without a file (the vDSO) cannot be symbolized. */
+		if (!info->dlpi_name || info->dlpi_name[0] != '/')
+			return 0;
+		if (!realpath(info->dlpi_name, path)) {
+			size_t k = strlen(info->dlpi_name);
+			if (k >= sizeof path)
+				return 0;
+			memcpy(path, info->dlpi_name, k + 1);
+		}
+	}
+	char build_id[sizeof l->v[0].build_id];
+	find_build_id(info, build_id, sizeof build_id);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 16;
+			map_ent *nv = arena_realloc(l->a, l->v, cap * sizeof *nv);
+			if (!nv) {
+				l->failed = true;
+				return 1;
+			}
+			l->v = nv;
+			l->cap = cap;
+		}
+		map_ent *m = &l->v[l->n++];
+		m->start = info->dlpi_addr + ph->p_vaddr;
+		m->limit = m->start + ph->p_memsz;
+		m->offset = ph->p_offset;
+		memcpy(m->path, path, strlen(path) + 1);
+		memcpy(m->build_id, build_id, sizeof build_id);
+	}
+	return 0;
+}
+
+static int add_mappings(ap_profile *p, arena *a, map_list *l)
+{
+	l->a = a;
+	dl_iterate_phdr(map_cb, l);
+	if (l->failed)
+		return AP_ENOMEM;
+	for (size_t i = 0; i < l->n; i++) {
+		ap_mapping m;
+		memset(&m, 0, sizeof m);
+		m.memory_start = l->v[i].start;
+		m.memory_limit = l->v[i].limit;
+		m.file_offset = l->v[i].offset;
+		m.filename = ap_profile_intern(p, l->v[i].path);
+		m.build_id = ap_profile_intern(p, l->v[i].build_id);
+		if (m.filename < 0 || m.build_id < 0)
+			return AP_ENOMEM;
+		uint64_t id;
+		int rc = ap_profile_add_mapping(p, &m, &id);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Mapping id (1-based, in l's order) containing addr, or 0. */
+static uint64_t mapping_of(const map_list *l, uint64_t addr)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (addr >= l->v[i].start && addr < l->v[i].limit)
+			return i + 1;
+	return 0;
+}
+
+/* ---- locations: one per distinct address ------------------------------- */
+
+typedef struct loc_map {
+	uint64_t *addr, *id;
+	size_t cap, n;
+} loc_map;
+
+static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
+		  uint64_t addr, uint64_t *out)
+{
+	if (m->n * 2 >= m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *na = arena_alloc(a, cap * sizeof *na);
+		uint64_t *ni = arena_alloc(a, cap * sizeof *ni);
+		if (!na || !ni) {
+			arena_free(a, na);
+			arena_free(a, ni);
+			return AP_ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->id[i])
+				continue;
+			size_t j = (m->addr[i] * 0x9E3779B97F4A7C15ULL) >> 7 & (cap - 1);
+			while (ni[j])
+				j = (j + 1) & (cap - 1);
+			na[j] = m->addr[i];
+			ni[j] = m->id[i];
+		}
+		arena_free(a, m->addr);
+		arena_free(a, m->id);
+		m->addr = na;
+		m->id = ni;
+		m->cap = cap;
+	}
+	size_t j = (addr * 0x9E3779B97F4A7C15ULL) >> 7 & (m->cap - 1);
+	while (m->id[j]) {
+		if (m->addr[j] == addr) {
+			*out = m->id[j];
+			return 0;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	ap_location loc;
+	memset(&loc, 0, sizeof loc);
+	loc.address = addr;
+	loc.mapping_id = maps ? mapping_of(maps, addr) : 0;
+	uint64_t id;
+	int rc = ap_profile_add_location(p, &loc, &id);
+	if (rc != 0)
+		return rc;
+	m->addr[j] = addr;
+	m->id[j] = id;
+	m->n++;
+	*out = id;
+	return 0;
+}
+
+/* ---- samples --------------------------------------------------------------- */
+
+static int64_t rnd(double x)
+{
+	if (!(x > 0.5)) /* negatives are float residue of add-then-subtract; NaN */
+		return 0;
+	if (x >= 9.2e18)
+		return INT64_MAX;
+	return (int64_t)llround(x);
+}
+
+/* The 14 values in ap_profile_init_heap's order. */
+static void site_values(const site_snap *s, int64_t v[14])
+{
+	const site_counts *a = &s->alloc, *u = &s->inuse;
+	bool live = u->samples > 0;
+	v[0] = rnd(a->objects);
+	v[1] = rnd(a->space);
+	v[2] = live ? rnd(u->objects) : 0;
+	v[3] = live ? rnd(u->space) : 0;
+	v[4] = (int64_t)a->samples;
+	v[5] = rnd(a->u);
+	v[6] = rnd(a->space_var);
+	v[7] = rnd(a->objects_var);
+	v[8] = (int64_t)u->samples;
+	v[9] = live ? rnd(u->u) : 0;
+	v[10] = live ? rnd(u->space_var) : 0;
+	v[11] = live ? rnd(u->objects_var) : 0;
+	v[12] = rnd(a->usable);
+	v[13] = live ? rnd(u->usable) : 0;
+}
+
+static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps)
+{
+	site_snap *sites;
+	size_t n;
+	int rc = table_snapshot(in->table, &sites, &n, NULL);
+	if (rc != 0)
+		return rc;
+	loc_map lm;
+	memset(&lm, 0, sizeof lm);
+	uint64_t *locs = arena_alloc(in->a, UNWIND_DEPTH_MAX * sizeof *locs);
+	int64_t bytes_key = ap_profile_intern(p, "bytes");
+	int64_t rate_key = ap_profile_intern(p, "rate");
+	if (!locs || bytes_key < 0 || rate_key < 0)
+		rc = AP_ENOMEM;
+	/* Oldest site first: the table lists them newest first. */
+	for (size_t k = n; rc == 0 && k-- > 0;) {
+		const site_snap *s = &sites[k];
+		if (s->alloc.samples == 0)
+			continue;
+		size_t depth = s->stk->depth < UNWIND_DEPTH_MAX ? s->stk->depth
+								   : UNWIND_DEPTH_MAX;
+		for (size_t i = 0; i < depth && rc == 0; i++)
+			rc = loc_id(p, in->a, &lm, maps, (uint64_t)s->stk->pcs[i] - 1,
+				    &locs[i]);
+		if (rc != 0)
+			break;
+		int64_t vals[14];
+		site_values(s, vals);
+		ap_label labels[2];
+		size_t nl = 1;
+		memset(labels, 0, sizeof labels);
+		labels[0].key = bytes_key;
+		labels[0].num = (int64_t)s->size;
+		labels[0].num_unit = bytes_key;
+		if (s->rate != in->period) {
+			labels[1].key = rate_key;
+			labels[1].num = (int64_t)s->rate;
+			labels[1].num_unit = bytes_key;
+			nl = 2;
+		}
+		rc = ap_profile_add_sample(p, locs, depth, vals, labels, nl);
+	}
+	arena_free(in->a, locs);
+	arena_free(in->a, lm.addr);
+	arena_free(in->a, lm.id);
+	arena_free(in->a, sites);
+	return rc;
+}
+
+/* "allocprof.hist.NAME=" + base64(binary encoding of h). */
+static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_hist *h)
+{
+	const ap_allocator *al = arena_allocator(a);
+	ap_hist_snap *snap = NULL;
+	unsigned char *bin = NULL;
+	char *b64 = NULL, *text = NULL;
+	size_t bin_len = 0, b64_len = 0;
+	int rc = ap_hist_snapshot(h, al, &snap);
+	if (rc == 0)
+		rc = ap_hist_encode(snap, al, &bin, &bin_len);
+	if (rc == 0)
+		rc = ap_base64_encode(bin, bin_len, al, &b64, &b64_len);
+	if (rc == 0) {
+		size_t need = strlen(AP_COMMENT_HIST_PREFIX) + strlen(name) + 1 + b64_len + 1;
+		text = arena_alloc(a, need);
+		if (!text)
+			rc = AP_ENOMEM;
+		else {
+			snprintf(text, need, "%s%s=%s", AP_COMMENT_HIST_PREFIX, name, b64);
+			rc = ap_profile_add_comment(p, text);
+		}
+	}
+	arena_free(a, text);
+	arena_free(a, b64);
+	if (bin)
+		ap_hist_buffer_free(al, bin, bin_len);
+	ap_hist_snap_destroy(snap);
+	return rc;
+}
+
+static uint64_t realtime_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int dump_build_profile(const dump_input *in, ap_profile **out)
+{
+	ap_profile *p = NULL;
+	int rc = ap_profile_create(arena_allocator(in->a), &p);
+	if (rc != 0)
+		return rc;
+	map_list maps;
+	memset(&maps, 0, sizeof maps);
+	rc = ap_profile_init_heap(p, (int64_t)in->period);
+	uint64_t now = realtime_now();
+	p->time_nanos = (int64_t)now;
+	p->duration_nanos = now > in->start_realtime_ns
+				    ? (int64_t)(now - in->start_realtime_ns) : 0;
+	if (rc == 0 && in->with_mappings)
+		rc = add_mappings(p, in->a, &maps);
+	if (rc == 0)
+		rc = add_samples(p, in, in->with_mappings ? &maps : NULL);
+	if (rc == 0)
+		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
+	if (rc == 0)
+		rc = add_hist_comment(p, in->a, "lifetime_ns", in->table->hist_lifetime);
+	arena_free(in->a, maps.v);
+	if (rc != 0) {
+		ap_profile_destroy(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+int dump_write_atomic(const char *path, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 32];
+	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	if (k < 0 || (size_t)k >= sizeof tmp) {
+		rt_log("cannot write profile %s: name too long", path);
+		errno = ENAMETOOLONG;
+		return AP_EIO;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		int e = errno;
+		rt_log("cannot write profile %s: %s", path, strerror(e));
+		errno = e;
+		return AP_EIO;
+	}
+	const unsigned char *p = buf;
+	size_t left = len;
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			close(fd);
+			unlink(tmp);
+			rt_log("cannot write profile %s: %s", path, strerror(e));
+			errno = e;
+			return AP_EIO;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		int e = errno;
+		unlink(tmp);
+		rt_log("cannot write profile %s: %s", path, strerror(e));
+		errno = e;
+		return AP_EIO;
+	}
+	return 0;
+}
+
+#ifdef DUMP_HAVE_HEAPV2
+/* /proc/self/maps into an arena buffer (NUL-terminated). */
+static char *read_maps(arena *a)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 65536, n = 0;
+	char *buf = arena_alloc(a, cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			char *nb = arena_realloc(a, buf, cap * 2);
+			if (!nb) {
+				arena_free(a, buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf)
+		buf[n] = '\0';
+	return buf;
+}
+#endif
+
+static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
+{
+	const ap_allocator *al = arena_allocator(in->a);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	int rc = ap_pprof_encode(p, true, al, &buf, &len);
+	if (rc == 0)
+		rc = dump_write_atomic(path, buf, len);
+	else
+		rt_log("cannot encode profile %s: %s", path, ap_strerror(rc));
+	if (buf)
+		al->free(al->ctx, buf, len);
+	return rc;
+}
+
+static int write_heapv2(const dump_input *in, ap_profile *p, const char *path)
+{
+#ifdef DUMP_HAVE_HEAPV2
+	const ap_allocator *al = arena_allocator(in->a);
+	char *maps = read_maps(in->a);
+	char *text = NULL;
+	size_t len = 0;
+	int rc = ap_heapv2_encode(p, maps ? maps : "", al, &text, &len);
+	if (rc == 0)
+		rc = dump_write_atomic(path, text, len);
+	else
+		rt_log("cannot encode profile %s: %s", path, ap_strerror(rc));
+	if (text)
+		al->free(al->ctx, text, len);
+	arena_free(in->a, maps);
+	return rc;
+#else
+	rt_log("format=heap_v2 is not available in this build; writing pprof to %s",
+	       path);
+	return write_pprof(in, p, path);
+#endif
+}
+
+int dump_write_file(const dump_input *in, const char *path)
+{
+	ap_profile *p = NULL;
+	int rc = dump_build_profile(in, &p);
+	if (rc != 0) {
+		rt_log("cannot build profile %s: %s", path, ap_strerror(rc));
+		return rc;
+	}
+	if (in->format == RT_FORMAT_HEAPV2)
+		rc = write_heapv2(in, p, path);
+	else
+		rc = write_pprof(in, p, path);
+	ap_profile_destroy(p);
+	return rc;
+}

@@ -1,0 +1,232 @@
+/*
+ * dumper.c: when profiles get written, and by whom.
+ *
+ * Dumps never run inside a signal handler or inside malloc (DESIGN.md): the
+ * signal handler and the sampling slow path only raise a flag and post a
+ * semaphore (sem_post is async-signal-safe); a dedicated dumper thread, with
+ * every signal blocked and its guard permanently set, wakes up and writes
+ * the file. It exists only when a trigger needs it (signal=, interval=,
+ * every_bytes=, peak=). The dump at exit runs in the exiting thread from the
+ * runtime's destructor, after the dumper thread has been stopped; explicit
+ * ap_runtime_dump calls write synchronously in the caller's thread.
+ *
+ * After fork the child has no dumper thread; if it keeps profiling
+ * (fork=follow) the thread is started again by the child's next sample.
+ */
+#include "runtime_core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dump.h"
+
+static sem_t wake;
+static pthread_t thread;
+static bool running;
+static long running_pid;
+static atomic_bool stop_req, signal_req, bytes_req, peak_req;
+static _Atomic uint64_t next_bytes_mark;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool needed(void)
+{
+	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
+	       rt.opt.peak;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	int e = errno;
+	atomic_store(&signal_req, true);
+	sem_post(&wake);
+	errno = e;
+}
+
+void dumper_configure(void)
+{
+	sem_init(&wake, 0, 0);
+	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
+	if (rt.opt.signal) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(rt.opt.signal, &sa, NULL) != 0)
+			rt_log("cannot install the handler for signal %d: %s",
+			       rt.opt.signal, strerror(errno));
+	}
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait for a post or until the monotonic deadline (0 = no deadline). */
+static void wait_until(uint64_t deadline)
+{
+	if (!deadline) {
+		while (sem_wait(&wake) != 0 && errno == EINTR)
+			;
+		return;
+	}
+	uint64_t now = mono_ns();
+	if (deadline <= now)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t abs = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec +
+		       (deadline - now);
+	ts.tv_sec = (time_t)(abs / 1000000000ULL);
+	ts.tv_nsec = (long)(abs % 1000000000ULL);
+	while (sem_timedwait(&wake, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void *dumper_main(void *arg)
+{
+	(void)arg;
+	rt_tls.guard = 1; /* for the thread's whole life */
+	uint64_t interval = rt.opt.interval_ns;
+	uint64_t next_interval = interval ? mono_ns() + interval : 0;
+	uint64_t last_peak = 0;
+	while (!atomic_load(&stop_req)) {
+		uint64_t deadline = next_interval;
+		bool peak_wait = atomic_load(&peak_req);
+		if (peak_wait) {
+			uint64_t t = last_peak + rt.opt.peak_gap_ns;
+			if (!deadline || t < deadline)
+				deadline = t ? t : 1;
+		}
+		wait_until(deadline);
+		if (atomic_load(&stop_req))
+			break;
+		uint64_t now = mono_ns();
+		bool dump = atomic_exchange(&signal_req, false);
+		if (interval && now >= next_interval) {
+			dump = true;
+			while (next_interval <= now)
+				next_interval += interval;
+		}
+		if (atomic_exchange(&bytes_req, false))
+			dump = true;
+		if (atomic_load(&peak_req) &&
+		    (last_peak == 0 || now - last_peak >= rt.opt.peak_gap_ns)) {
+			atomic_store(&peak_req, false);
+			last_peak = now;
+			dump = true;
+		}
+		if (dump)
+			dumper_dump_now(NULL);
+	}
+	return NULL;
+}
+
+void dumper_start_if_needed(void)
+{
+	if (!needed())
+		return;
+	pthread_mutex_lock(&start_lock);
+	if (!(running && running_pid == rt.pid)) {
+		atomic_store(&stop_req, false);
+		/* The thread must not take the program's signals. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&thread, NULL, dumper_main, NULL) == 0) {
+			running = true;
+			running_pid = rt.pid;
+		} else {
+			rt_log("cannot start the dumper thread: signal, interval, "
+			       "every_bytes and peak dumps are off");
+			rt.opt.signal = 0;
+			rt.opt.interval_ns = rt.opt.every_bytes = 0;
+			rt.opt.peak = false;
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_mutex_unlock(&start_lock);
+}
+
+void dumper_stop(void)
+{
+	pthread_mutex_lock(&start_lock);
+	if (running && running_pid == rt.pid) {
+		atomic_store(&stop_req, true);
+		sem_post(&wake);
+		pthread_join(thread, NULL);
+		running = false;
+	}
+	pthread_mutex_unlock(&start_lock);
+}
+
+void dumper_atfork_child(void)
+{
+	/* The parent's dumper thread does not exist here. */
+	running = false;
+	pthread_mutex_init(&start_lock, NULL);
+	sem_destroy(&wake);
+	sem_init(&wake, 0, 0);
+	atomic_store(&stop_req, false);
+}
+
+void dumper_after_sample(const table_totals *after)
+{
+	if (!needed())
+		return;
+	if (AP_UNLIKELY(!running || running_pid != rt.pid))
+		dumper_start_if_needed();
+	if (rt.opt.every_bytes) {
+		uint64_t mark = atomic_load(&next_bytes_mark);
+		if (after->alloc_space >= (double)mark) {
+			uint64_t next = mark;
+			while ((double)next <= after->alloc_space)
+				next += rt.opt.every_bytes;
+			if (atomic_compare_exchange_strong(&next_bytes_mark, &mark, next) &&
+			    !atomic_exchange(&bytes_req, true))
+				sem_post(&wake);
+		}
+	}
+	if (rt.opt.peak && after->inuse_space >= after->peak_inuse_space &&
+	    !atomic_exchange(&peak_req, true))
+		sem_post(&wake);
+}
+
+int dumper_dump_now(const char *path)
+{
+	char name[RT_PATH_CAP];
+	pthread_mutex_lock(&rt.dump_lock);
+	if (!path) {
+		int rc = rt_expand_pattern(rt_output_pattern(&rt.opt), rt.pid,
+					   (uint64_t)time(NULL), rt.dump_seq,
+					   rt.forked_child, name, sizeof name);
+		if (rc != 0) {
+			pthread_mutex_unlock(&rt.dump_lock);
+			rt_log("output pattern '%s' expands to a name that is too long",
+			       rt_output_pattern(&rt.opt));
+			return rc;
+		}
+		rt.dump_seq++;
+		path = name;
+	}
+	dump_input in = { .table = &rt.table,
+			  .a = &rt.a,
+			  .period = rt.opt.rate,
+			  .format = rt.opt.format,
+			  .start_realtime_ns = rt.start_realtime_ns,
+			  .with_mappings = true };
+	int rc = dump_write_file(&in, path);
+	pthread_mutex_unlock(&rt.dump_lock);
+	if (rc == 0 && rt.opt.verbose)
+		rt_log("wrote %s", path);
+	return rc;
+}

@@ -1,0 +1,626 @@
+/*
+ * runtime.c: the runtime's state, initialisation and slow paths
+ * (runtime_core.h), plus the public ap_runtime_* API.
+ *
+ * Bootstrapping. Until dlsym(RTLD_NEXT) has found the allocator underneath,
+ * rt_real points at boot_* stand-ins. They start initialisation, and while
+ * it runs (the initialising thread has its guard set) they serve requests
+ * from a static pool: dlsym may call calloc. Every pool block is entered in
+ * the sampled set with a record whose site is NULL, so free, realloc and
+ * malloc_usable_size recognise pool blocks with the lookup they do anyway,
+ * at no cost to the fast path; pool blocks are never handed to the real free.
+ *
+ * Reentrancy. Each thread's guard is set while the runtime works (sampling,
+ * unwinding, dumping); an allocation made then -- by the unwinder, by libc
+ * inside a dump -- skips sampling and goes straight to the real allocator.
+ *
+ * Thread exit. Per-thread state is initial-exec TLS with no destructor: it
+ * lives exactly as long as the thread, so frees made by other libraries'
+ * thread-exit destructors, late in a thread's life, work like any other.
+ */
+#define AP_RUNTIME_BUILDING 1
+#include "runtime_core.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocprof/runtime.h"
+#include "unwinder.h"
+
+runtime rt;
+__thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
+sampled_set rt_set = { .tab = &set_empty_table,
+		       .grow_lock = PTHREAD_RWLOCK_INITIALIZER };
+
+/* ---- bootstrap pool --------------------------------------------------- */
+
+#define BOOT_POOL_SIZE ((size_t)256 * 1024)
+static _Alignas(4096) unsigned char boot_pool[BOOT_POOL_SIZE];
+static atomic_size_t boot_used;
+
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n == 0)
+		n = 1;
+	if (n > BOOT_POOL_SIZE || (align & (align - 1)))
+		return NULL;
+	size_t off = atomic_load(&boot_used), start;
+	do {
+		start = (off + align - 1) & ~(align - 1);
+		if (start > BOOT_POOL_SIZE - n)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&boot_used, &off, start + n));
+	void *p = boot_pool + start; /* static memory: already zero */
+	sample_rec rec = { .site = NULL, .usable = n };
+	if (set_insert(&rt_set, p, &rec) != 0)
+		return NULL;
+	return p;
+}
+
+static void *boot_malloc(size_t n);
+static void boot_free(void *p);
+static void *boot_calloc(size_t n, size_t m);
+static void *boot_realloc(void *p, size_t n);
+static int boot_posix_memalign(void **out, size_t align, size_t n);
+static void *boot_aligned_alloc(size_t align, size_t n);
+static void *boot_memalign(size_t align, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static size_t boot_usable(void *p);
+
+real_fns rt_real = { boot_malloc,	 boot_free,	    boot_calloc,
+		     boot_realloc,	 boot_posix_memalign, boot_aligned_alloc,
+		     boot_memalign,	 boot_valloc,	     boot_pvalloc,
+		     boot_usable };
+
+/* Start initialisation unless this thread is the one running it. */
+static bool boot_try_init(void)
+{
+	if (!rt_tls.guard)
+		rt_ensure_init();
+	return rt_real.malloc != boot_malloc;
+}
+
+static void *boot_malloc(size_t n)
+{
+	return boot_try_init() ? rt_real.malloc(n) : boot_alloc(n, 16);
+}
+
+static void boot_free(void *p)
+{
+	/* Pool blocks never get here (they are in the sampled set). */
+	if (boot_try_init())
+		rt_real.free(p);
+}
+
+static void *boot_calloc(size_t n, size_t m)
+{
+	if (boot_try_init())
+		return rt_real.calloc(n, m);
+	size_t total;
+	if (__builtin_mul_overflow(n, m, &total))
+		return NULL;
+	return boot_alloc(total, 16);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	if (boot_try_init())
+		return rt_real.realloc(p, n);
+	return p ? NULL : boot_alloc(n, 16);
+}
+
+static int boot_posix_memalign(void **out, size_t align, size_t n)
+{
+	if (boot_try_init())
+		return rt_real.posix_memalign(out, align, n);
+	void *p = boot_alloc(n, align);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+static void *boot_aligned_alloc(size_t align, size_t n)
+{
+	return boot_try_init() ? rt_real.aligned_alloc(align, n) : boot_alloc(n, align);
+}
+
+static void *boot_memalign(size_t align, size_t n)
+{
+	return boot_try_init() ? rt_real.memalign(align, n) : boot_alloc(n, align);
+}
+
+static void *boot_valloc(size_t n)
+{
+	return boot_try_init() ? rt_real.valloc(n) : boot_alloc(n, 4096);
+}
+
+static void *boot_pvalloc(size_t n)
+{
+	return boot_try_init() ? rt_real.pvalloc(n) : boot_alloc(n, 4096);
+}
+
+static size_t boot_usable(void *p)
+{
+	return boot_try_init() ? rt_real.malloc_usable_size(p) : 0;
+}
+
+/* ---- emulations for entry points the allocator underneath lacks -------- */
+
+/* If, say, jemalloc is preloaded after us but does not define pvalloc,
+ * RTLD_NEXT finds glibc's, whose blocks jemalloc's free cannot take. Such
+ * entry points are rebuilt on the allocator's own posix_memalign. */
+static size_t page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	return ps > 0 ? (size_t)ps : 4096;
+}
+
+static size_t round_align(size_t align)
+{
+	if (align < sizeof(void *))
+		return sizeof(void *);
+	size_t a = sizeof(void *);
+	while (a < align && a < ((size_t)1 << 62))
+		a <<= 1;
+	return a;
+}
+
+static void *emu_memalign(size_t align, size_t n)
+{
+	void *p = NULL;
+	int rc = rt_real.posix_memalign(&p, round_align(align), n);
+	if (rc != 0) {
+		errno = rc;
+		return NULL;
+	}
+	return p;
+}
+
+static void *emu_aligned_alloc(size_t align, size_t n)
+{
+	return emu_memalign(align, n);
+}
+
+static void *emu_valloc(size_t n)
+{
+	return emu_memalign(page_size(), n);
+}
+
+static void *emu_pvalloc(size_t n)
+{
+	size_t ps = page_size();
+	if (n > SIZE_MAX - ps) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return emu_memalign(ps, n ? (n + ps - 1) & ~(ps - 1) : ps);
+}
+
+static size_t emu_usable(void *p)
+{
+	(void)p;
+	return 0; /* unknown: the allocator underneath cannot tell */
+}
+
+static bool same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+	if (!dladdr(a, &ia) || !dladdr(b, &ib))
+		return false;
+	return ia.dli_fbase == ib.dli_fbase;
+}
+
+#define RESOLVE(field, name)                                                \
+	do {                                                                \
+		void *f_ = dlsym(RTLD_NEXT, name);                          \
+		if (f_)                                                     \
+			memcpy(&r.field, &f_, sizeof f_);                   \
+	} while (0)
+
+static int resolve_real(void)
+{
+	real_fns r;
+	memset(&r, 0, sizeof r);
+	RESOLVE(malloc, "malloc");
+	RESOLVE(free, "free");
+	RESOLVE(calloc, "calloc");
+	RESOLVE(realloc, "realloc");
+	RESOLVE(posix_memalign, "posix_memalign");
+	RESOLVE(aligned_alloc, "aligned_alloc");
+	RESOLVE(memalign, "memalign");
+	RESOLVE(valloc, "valloc");
+	RESOLVE(pvalloc, "pvalloc");
+	RESOLVE(malloc_usable_size, "malloc_usable_size");
+	if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign)
+		return AP_ENOTFOUND;
+	void *home;
+	memcpy(&home, &r.malloc, sizeof home);
+#define SAME(field, emu)                                                    \
+	do {                                                                \
+		void *f_;                                                   \
+		memcpy(&f_, &r.field, sizeof f_);                           \
+		if (!f_ || !same_object(f_, home))                          \
+			r.field = emu;                                      \
+	} while (0)
+	/* posix_memalign must be the allocator's own for the emulations. */
+	void *pm;
+	memcpy(&pm, &r.posix_memalign, sizeof pm);
+	if (!same_object(pm, home))
+		return AP_EUNSUPPORTED;
+	SAME(aligned_alloc, emu_aligned_alloc);
+	SAME(memalign, emu_memalign);
+	SAME(valloc, emu_valloc);
+	SAME(pvalloc, emu_pvalloc);
+	SAME(malloc_usable_size, emu_usable);
+#undef SAME
+	/* Publish: malloc last, it is what boot_try_init checks. */
+	rt_real.free = r.free;
+	rt_real.calloc = r.calloc;
+	rt_real.realloc = r.realloc;
+	rt_real.posix_memalign = r.posix_memalign;
+	rt_real.aligned_alloc = r.aligned_alloc;
+	rt_real.memalign = r.memalign;
+	rt_real.valloc = r.valloc;
+	rt_real.pvalloc = r.pvalloc;
+	rt_real.malloc_usable_size = r.malloc_usable_size;
+	atomic_thread_fence(memory_order_release);
+	rt_real.malloc = r.malloc;
+	return 0;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+void rt_log(const char *fmt, ...)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof buf, "allocprof: ");
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	size_t len = (size_t)n + (size_t)m;
+	if (len > sizeof buf - 2)
+		len = sizeof buf - 2;
+	buf[len++] = '\n';
+	ssize_t w = write(STDERR_FILENO, buf, len);
+	(void)w;
+}
+
+static void option_error(void *ctx, const char *msg)
+{
+	(void)ctx;
+	rt_log("ALLOCPROF_OPTIONS: %s", msg);
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	rt_tls.guard++;
+	pthread_mutex_lock(&rt.dump_lock);
+	table_lock(&rt.table);
+	set_lock_all(&rt_set);
+	arena_lock(&rt.a);
+}
+
+static void fork_parent(void)
+{
+	arena_unlock(&rt.a);
+	set_unlock_all(&rt_set);
+	table_unlock(&rt.table);
+	pthread_mutex_unlock(&rt.dump_lock);
+	rt_tls.guard--;
+}
+
+static void fork_child(void)
+{
+	arena_unlock(&rt.a);
+	set_unlock_all(&rt_set);
+	table_unlock(&rt.table);
+	pthread_mutex_unlock(&rt.dump_lock);
+	rt.pid = (long)getpid();
+	if (rt.opt.fork_mode == RT_FORK_STOP) {
+		/* Stop sampling; frees of sampled blocks keep working. */
+		atomic_store(&rt.state, RT_OFF);
+		rt_tls.sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
+	} else {
+		rt.forked_child = true;
+		dumper_atfork_child();
+	}
+	rt_tls.guard--;
+}
+
+/* ---- initialisation ---------------------------------------------------- */
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool do_init(void)
+{
+	rt_options_default(&rt.opt);
+	rt_options_parse(&rt.opt, getenv("ALLOCPROF_OPTIONS"), option_error, NULL);
+	arena_init(&rt.a);
+	pthread_mutex_init(&rt.dump_lock, NULL);
+	int rc = resolve_real();
+	if (rc != 0) {
+		rt_log("cannot find the allocator underneath (dlsym RTLD_NEXT "
+		       "malloc/free/posix_memalign): profiling disabled");
+		return false;
+	}
+	if (table_init(&rt.table, &rt.a) != 0) {
+		rt_log("cannot map memory for the stack table: profiling disabled");
+		return false;
+	}
+	if (unwind_prepare((unwinder_kind)rt.opt.unwinder) != 0) {
+		rt_log("unwinder '%s' is not available: using libunwind",
+		       unwinder_names[rt.opt.unwinder]);
+		rt.opt.unwinder = UNWINDER_LIBUNWIND;
+		unwind_prepare(UNWINDER_LIBUNWIND);
+	}
+	uintptr_t lo, hi;
+	if (unwind_object_range((const void *)&do_init, &lo, &hi) == 0)
+		unwind_set_self(lo, hi);
+	rt.seed_base = rt.opt.seed;
+	rt.pid = (long)getpid();
+	rt.start_realtime_ns = realtime_ns();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	dumper_configure();
+	if (rt.opt.verbose)
+		rt_log("profiling pid %ld: rate=%llu unwinder=%s max_depth=%llu "
+		       "output=%s",
+		       rt.pid, (unsigned long long)rt.opt.rate,
+		       unwinder_names[rt.opt.unwinder],
+		       (unsigned long long)rt.opt.max_depth,
+		       rt_output_pattern(&rt.opt));
+	return true;
+}
+
+void rt_ensure_init(void)
+{
+	int s = atomic_load_explicit(&rt.state, memory_order_acquire);
+	if (s == RT_READY || s == RT_OFF)
+		return;
+	int expect = RT_NEW;
+	if (atomic_compare_exchange_strong(&rt.state, &expect, RT_BUSY)) {
+		rt_tls.guard++;
+		bool ok = do_init();
+		rt_tls.guard--;
+		atomic_store_explicit(&rt.state, ok ? RT_READY : RT_OFF,
+				      memory_order_release);
+		return;
+	}
+	if (rt_tls.guard)
+		return; /* this thread is the initialiser, recursing */
+	while (atomic_load_explicit(&rt.state, memory_order_acquire) == RT_BUSY)
+		sched_yield();
+}
+
+/* ---- per-thread sampler -------------------------------------------------- */
+
+static void thread_init(rt_thread *t)
+{
+	ap_sampler_config c;
+	ap_sampler_config_default(&c);
+	c.rate = rt.opt.rate;
+	uint64_t idx = atomic_fetch_add(&rt.nthreads, 1) + 1;
+	/* Fixed seed: thread k gets a distinct, reproducible stream. */
+	c.seed = rt.seed_base ? rt.seed_base + idx * 0x9E3779B97F4A7C15ULL : 0;
+	if (c.seed == 0 && rt.seed_base)
+		c.seed = 1;
+	if (ap_sampler_init(&t->sampler, &c) != 0)
+		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
+	t->ready = true;
+}
+
+bool rt_sample_begin(size_t n, ap_sample_info *info)
+{
+	rt_thread *t = &rt_tls;
+	if (t->guard)
+		return false;
+	int s = atomic_load_explicit(&rt.state, memory_order_acquire);
+	if (AP_UNLIKELY(s != RT_READY)) {
+		rt_ensure_init();
+		if (atomic_load_explicit(&rt.state, memory_order_acquire) != RT_READY) {
+			if (!t->guard) /* inactive: keep this thread off the slow path */
+				t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
+			return false;
+		}
+	}
+	if (AP_UNLIKELY(!t->ready)) {
+		t->guard++;
+		thread_init(t);
+		t->guard--;
+		if (!ap_sampler_should_sample(&t->sampler, n))
+			return false;
+	}
+	t->guard++;
+	ap_sampler_sample(&t->sampler, n, info);
+	if (info->count == 0) {
+		t->guard--;
+		return false;
+	}
+	return true;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	return set_now_ns();
+}
+
+void rt_sample_end(void *p, const ap_sample_info *info)
+{
+	rt_thread *t = &rt_tls;
+	if (p) {
+		uintptr_t pcs[UNWIND_DEPTH_MAX];
+		int depth = unwind_capture((unwinder_kind)rt.opt.unwinder, pcs,
+					   (int)rt.opt.max_depth);
+		uint64_t usable = rt_real.malloc_usable_size(p);
+		sample_rec rec;
+		table_totals after;
+		if (table_record_alloc(&rt.table, pcs, depth, t->sampler.rate,
+				       info, usable, &rec, &after) == 0) {
+			rec.t_ns = monotonic_ns();
+			if (set_insert(&rt_set, p, &rec) != 0) {
+				/* Untrackable: take it back out of the in-use view. */
+				rec.t_ns = UINT64_MAX;
+				table_record_free(&rt.table, &rec, 0);
+			} else {
+				dumper_after_sample(&after);
+			}
+		}
+	}
+	t->guard--;
+}
+
+void rt_free_sampled(void *p)
+{
+	sample_rec rec;
+	rt_tls.guard++;
+	bool found = set_remove(&rt_set, p, &rec);
+	if (found && rec.site)
+		table_record_free(&rt.table, &rec, monotonic_ns());
+	rt_tls.guard--;
+	if (found && !rec.site)
+		return; /* a bootstrap pool block: never the real allocator's */
+	rt_real.free(p);
+}
+
+void *rt_realloc_sampled(void *p, size_t n)
+{
+	sample_rec rec;
+	rt_tls.guard++;
+	bool found = set_remove(&rt_set, p, &rec);
+	rt_tls.guard--;
+	if (!found)
+		return rt_real.realloc(p, n);
+	if (!rec.site) {
+		/* Bootstrap block: move it to the real allocator. */
+		if (n == 0)
+			return NULL;
+		void *q = malloc(n);
+		if (q)
+			memcpy(q, p, rec.usable < n ? rec.usable : n);
+		else
+			set_insert(&rt_set, p, &rec);
+		return q;
+	}
+	/* The model: free(p) then malloc(n). */
+	ap_sample_info info;
+	bool sampled = n > 0 && ap_sampler_should_sample(&rt_tls.sampler, n) &&
+		       rt_sample_begin(n, &info);
+	void *q = rt_real.realloc(p, n);
+	if (!q && n != 0) {
+		/* Failed: p is still the program's, still sampled. */
+		rt_tls.guard++;
+		set_insert(&rt_set, p, &rec);
+		rt_tls.guard--;
+		if (sampled)
+			rt_sample_end(NULL, &info);
+		return NULL;
+	}
+	rt_tls.guard++;
+	table_record_free(&rt.table, &rec, monotonic_ns());
+	rt_tls.guard--;
+	if (sampled)
+		rt_sample_end(q, &info);
+	return q;
+}
+
+size_t rt_usable_sampled(void *p)
+{
+	sample_rec rec;
+	rt_tls.guard++;
+	bool found = set_get(&rt_set, p, &rec);
+	rt_tls.guard--;
+	if (found && !rec.site)
+		return rec.usable;
+	return rt_real.malloc_usable_size(p);
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+__attribute__((constructor)) static void rt_constructor(void)
+{
+	rt_ensure_init();
+	if (atomic_load(&rt.state) == RT_READY) {
+		rt_tls.guard++;
+		dumper_start_if_needed();
+		rt_tls.guard--;
+	}
+}
+
+__attribute__((destructor)) static void rt_destructor(void)
+{
+	if (atomic_load(&rt.state) != RT_READY)
+		return;
+	rt_tls.guard++;
+	dumper_stop();
+	if (rt.opt.dump_at_exit)
+		dumper_dump_now(NULL);
+	rt_tls.guard--;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+AP_RUNTIME_API int ap_runtime_set_thread_rate(uint64_t rate)
+{
+	rt_ensure_init();
+	if (atomic_load(&rt.state) != RT_READY)
+		return AP_EUNSUPPORTED;
+	rt_thread *t = &rt_tls;
+	if (!t->ready) {
+		t->guard++;
+		thread_init(t);
+		t->guard--;
+	}
+	return ap_sampler_set_rate(&t->sampler, rate ? rate : rt.opt.rate);
+}
+
+AP_RUNTIME_API int ap_runtime_dump(const char *path)
+{
+	rt_ensure_init();
+	if (atomic_load(&rt.state) != RT_READY)
+		return AP_EUNSUPPORTED;
+	rt_tls.guard++;
+	int rc = dumper_dump_now(path);
+	rt_tls.guard--;
+	return rc;
+}
+
+AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out)
+{
+	if (!out)
+		return AP_EINVAL;
+	rt_ensure_init();
+	if (atomic_load(&rt.state) != RT_READY)
+		return AP_EUNSUPPORTED;
+	table_totals tot;
+	rt_tls.guard++;
+	table_totals_get(&rt.table, &tot);
+	rt_tls.guard--;
+	out->alloc_bytes = tot.alloc_space;
+	out->alloc_objects = tot.alloc_objects;
+	out->inuse_bytes = tot.inuse_space > 0 ? tot.inuse_space : 0;
+	out->inuse_objects = tot.inuse_objects > 0 ? tot.inuse_objects : 0;
+	out->peak_inuse_bytes = tot.peak_inuse_space;
+	out->samples = tot.samples;
+	out->rate = rt.opt.rate;
+	return 0;
+}

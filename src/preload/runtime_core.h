@@ -1,0 +1,100 @@
+/*
+ * runtime_core.h: the runtime's global state and the slow paths the
+ * interposed entry points (interpose.c) call.
+ *
+ * Division of labour: interpose.c holds the exported malloc family and their
+ * fast paths (the thread's sampler counter, the sampled-set lookup); this
+ * core holds everything behind AP_UNLIKELY: initialisation, per-thread
+ * set-up, recording samples, frees of sampled pointers, fork handling, the
+ * public ap_runtime_* API. dumper.c runs the dump triggers and dump.c turns
+ * the tables into a profile file.
+ */
+#ifndef AP_PRELOAD_RUNTIME_CORE_H
+#define AP_PRELOAD_RUNTIME_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocprof/sampler.h"
+#include "arena.h"
+#include "config.h"
+#include "sampled_set.h"
+#include "stack_table.h"
+
+/* The allocator underneath (dlsym RTLD_NEXT), or bootstrap stand-ins. */
+typedef struct real_fns {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+} real_fns;
+
+/* Per-thread state, initial-exec TLS. The sampler comes first so its
+ * counter sits at a fixed offset from the thread pointer. */
+typedef struct rt_thread {
+	ap_sampler sampler;
+	int guard;          /* >0: inside the runtime; allocations pass through */
+	bool ready;         /* sampler initialised for this thread */
+} rt_thread;
+
+enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
+
+typedef struct runtime {
+	_Atomic int state;
+	rt_options opt;
+	arena a;
+	stack_table table;
+	uint64_t seed_base;     /* per-thread seeds derive from it (seed != 0) */
+	atomic_uint_fast64_t nthreads;
+	uint64_t start_realtime_ns;
+	long pid;               /* pid the runtime last (re)started in */
+	bool forked_child;      /* a fork child that follows: pid in names */
+	pthread_mutex_t dump_lock; /* one dump at a time; also held at fork */
+	uint64_t dump_seq;      /* %n of the next file */
+} runtime;
+
+extern runtime rt;
+extern real_fns rt_real;
+extern sampled_set rt_set;
+extern __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
+
+/* Initialise the runtime once (idempotent, thread-safe). */
+void rt_ensure_init(void);
+
+/*
+ * A fast path said "sampled" for an allocation of n bytes. Returns true
+ * when the caller must allocate and then call rt_sample_end (the thread's
+ * guard is set in between); false when the allocation is not recorded
+ * (inside the runtime, runtime inactive, or the thread's first allocation
+ * turned out not to be sampled).
+ */
+bool rt_sample_begin(size_t n, ap_sample_info *info);
+/* Record p (NULL: the allocation failed, nothing recorded); clears the guard. */
+void rt_sample_end(void *p, const ap_sample_info *info);
+
+/* p is in the sampled set: the slow paths of free, realloc, usable_size. */
+void rt_free_sampled(void *p);
+void *rt_realloc_sampled(void *p, size_t n);
+size_t rt_usable_sampled(void *p);
+
+/* Print "allocprof: " + msg + newline on stderr without stdio or malloc. */
+void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* dumper.c: triggers and the dumper thread. */
+void dumper_configure(void);   /* install the signal handler (init) */
+void dumper_start_if_needed(void);
+void dumper_stop(void);
+void dumper_after_sample(const table_totals *after);
+void dumper_atfork_child(void);
+/* Write a profile now; path NULL = next name from the pattern. */
+int dumper_dump_now(const char *path);
+
+#endif

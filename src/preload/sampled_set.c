@@ -1,0 +1,293 @@
+/*
+ * sampled_set.c: lock-free open-addressing set of live sampled pointers
+ * (design notes in sampled_set.h).
+ *
+ * Slot claims: an inserter first reserves room in the table (a fetch_add on
+ * `used` below the 50% load limit, so the table can never fill up whatever
+ * the number of concurrent inserters), then claims the first empty or
+ * tombstone slot on p's linear probe sequence with CAS. A remover swaps p
+ * for a tombstone with CAS; a failed CAS means somebody else removed p first
+ * (a double free in the program), which is reported as "not present".
+ *
+ * Linear probing with at most 50% claimed slots keeps the expected probe
+ * length of a miss, the free() fast path, near 2.5 slots (Knuth's
+ * 1/2 (1 + 1/(1-a)^2) at a = 1/2), and usually within one cache line.
+ */
+#include "sampled_set.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "allocprof/common.h"
+
+#define KEY_EMPTY ((uintptr_t)0)
+#define KEY_TOMB ((uintptr_t)1)
+#define MIN_CAP ((size_t)64)
+
+/* GCC/Clang extension: a static object may initialise its flexible array
+ * member, which gives the empty table the one key slot lookups read. */
+set_table set_empty_table = { .mask = 0, .shift = 63, .keys = { 0 } };
+
+uint64_t set_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void set_init(sampled_set *s)
+{
+	memset(s, 0, sizeof *s);
+	atomic_store(&s->tab, &set_empty_table);
+	pthread_rwlock_init(&s->grow_lock, NULL);
+}
+
+static size_t table_bytes(size_t cap)
+{
+	size_t b = sizeof(set_table) + cap * sizeof(uintptr_t) +
+		   cap * sizeof(sample_rec);
+	return (b + 4095) & ~(size_t)4095;
+}
+
+static unsigned log2_exact(size_t cap)
+{
+	unsigned l = 0;
+	while (((size_t)1 << l) < cap)
+		l++;
+	return l;
+}
+
+/* A zeroed table of capacity cap: a recycled one past its grace period, or
+ * a fresh mapping. Caller holds the exclusive lock. */
+static set_table *table_get(sampled_set *s, size_t cap)
+{
+	size_t len = table_bytes(cap);
+	uint64_t now = set_now_ns();
+	set_table *t = NULL;
+	for (size_t i = 0; i < s->nretired; i++) {
+		set_table *r = s->retired[i];
+		if (r->map_len == len && now - r->retired_ns >= SET_GRACE_NS) {
+			s->retired[i] = s->retired[--s->nretired];
+			/* Dropping the pages zeroes them; a reader that is somehow
+			 * still here past the grace period reads zeros, not garbage. */
+			madvise(r, len, MADV_DONTNEED);
+			t = r;
+			break;
+		}
+	}
+	if (!t) {
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		t = m;
+	}
+	t->mask = cap - 1;
+	t->shift = 64 - log2_exact(cap);
+	if (t->shift == 64)
+		t->shift = 63;
+	t->map_len = len;
+	t->retired_ns = 0;
+	atomic_store_explicit(&t->used, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->live, 0, memory_order_relaxed);
+	t->recs = (sample_rec *)(void *)((unsigned char *)t + sizeof(set_table) +
+					 cap * sizeof(uintptr_t));
+	return t;
+}
+
+static void table_retire(sampled_set *s, set_table *t)
+{
+	if (t == &set_empty_table)
+		return;
+	uint64_t now = set_now_ns();
+	t->retired_ns = now;
+	if (s->nretired == SET_MAX_RETIRED) {
+		/* Evict the oldest. Past its grace period it can go; otherwise
+		 * keep the address range reserved forever (readers may still be
+		 * in it) and only give its pages back. */
+		size_t oldest = 0;
+		for (size_t i = 1; i < s->nretired; i++)
+			if (s->retired[i]->retired_ns < s->retired[oldest]->retired_ns)
+				oldest = i;
+		set_table *o = s->retired[oldest];
+		if (now - o->retired_ns >= SET_GRACE_NS)
+			munmap(o, o->map_len);
+		else
+			madvise(o, o->map_len, MADV_DONTNEED);
+		s->retired[oldest] = s->retired[--s->nretired];
+	}
+	s->retired[s->nretired++] = t;
+}
+
+/* Copy live entries into a table sized for them; exclusive lock held. */
+static int rehash(sampled_set *s, size_t want_live)
+{
+	set_table *old = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	size_t live = atomic_load_explicit(&old->live, memory_order_relaxed);
+	if (want_live < live + 1)
+		want_live = live + 1;
+	size_t cap = MIN_CAP;
+	while (cap < want_live * 4)
+		cap <<= 1;
+	set_table *t = table_get(s, cap);
+	if (!t)
+		return AP_ENOMEM;
+	size_t n = 0;
+	if (old != &set_empty_table) {
+		for (size_t i = 0; i <= old->mask; i++) {
+			uintptr_t k = atomic_load_explicit(&old->keys[i], memory_order_relaxed);
+			if (k == KEY_EMPTY || k == KEY_TOMB)
+				continue;
+			size_t j = set_slot(t, k);
+			while (atomic_load_explicit(&t->keys[j], memory_order_relaxed) != KEY_EMPTY)
+				j = (j + 1) & t->mask;
+			t->recs[j] = old->recs[i];
+			atomic_store_explicit(&t->keys[j], k, memory_order_relaxed);
+			n++;
+		}
+	}
+	atomic_store_explicit(&t->used, n, memory_order_relaxed);
+	atomic_store_explicit(&t->live, n, memory_order_relaxed);
+	atomic_store_explicit(&s->tab, t, memory_order_release);
+	atomic_fetch_add_explicit(&s->grows, 1, memory_order_relaxed);
+	table_retire(s, old);
+	return 0;
+}
+
+static int grow(sampled_set *s, const set_table *seen)
+{
+	pthread_rwlock_wrlock(&s->grow_lock);
+	int rc = 0;
+	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	/* Another thread may have grown it while we waited. */
+	if (t == seen)
+		rc = rehash(s, atomic_load_explicit(&t->live, memory_order_relaxed));
+	pthread_rwlock_unlock(&s->grow_lock);
+	return rc;
+}
+
+int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
+{
+	uintptr_t key = (uintptr_t)p;
+	if (key <= KEY_TOMB)
+		return AP_EINVAL;
+	for (;;) {
+		pthread_rwlock_rdlock(&s->grow_lock);
+		set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+		size_t limit = (t->mask + 1) / 2;
+		if (t == &set_empty_table ||
+		    atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed) >= limit) {
+			if (t != &set_empty_table)
+				atomic_fetch_sub_explicit(&t->used, 1, memory_order_relaxed);
+			pthread_rwlock_unlock(&s->grow_lock);
+			int rc = grow(s, t);
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		size_t i = set_slot(t, key);
+		for (;;) {
+			uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+			if ((k == KEY_EMPTY || k == KEY_TOMB) &&
+			    atomic_compare_exchange_strong_explicit(
+				    &t->keys[i], &k, key, memory_order_release,
+				    memory_order_relaxed)) {
+				if (k == KEY_TOMB) /* that slot was counted already */
+					atomic_fetch_sub_explicit(&t->used, 1, memory_order_relaxed);
+				t->recs[i] = *rec;
+				atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+				pthread_rwlock_unlock(&s->grow_lock);
+				return 0;
+			}
+			i = (i + 1) & t->mask;
+		}
+	}
+}
+
+bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
+{
+	uintptr_t key = (uintptr_t)p;
+	if (key <= KEY_TOMB)
+		return false;
+	pthread_rwlock_rdlock(&s->grow_lock);
+	set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	size_t i = set_slot(t, key);
+	bool found = false;
+	for (size_t n = 0; n <= t->mask; n++) {
+		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_acquire);
+		if (k == KEY_EMPTY)
+			break;
+		if (k == key) {
+			sample_rec r = t->recs[i];
+			if (atomic_compare_exchange_strong_explicit(
+				    &t->keys[i], &k, KEY_TOMB, memory_order_release,
+				    memory_order_relaxed)) {
+				if (rec_out)
+					*rec_out = r;
+				atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
+				found = true;
+			}
+			break;
+		}
+		i = (i + 1) & t->mask;
+	}
+	size_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
+	size_t live = atomic_load_explicit(&t->live, memory_order_relaxed);
+	pthread_rwlock_unlock(&s->grow_lock);
+	/* Mostly tombstones: clean up so misses (the free fast path) stay short. */
+	if (found && used >= (t->mask + 1) / 2 && live * 4 < used)
+		grow(s, t);
+	return found;
+}
+
+bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
+{
+	uintptr_t key = (uintptr_t)p;
+	if (key <= KEY_TOMB)
+		return false;
+	bool found = false;
+	pthread_rwlock_rdlock(&s->grow_lock);
+	set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	size_t i = set_slot(t, key);
+	for (size_t n = 0; n <= t->mask; n++) {
+		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_acquire);
+		if (k == KEY_EMPTY)
+			break;
+		if (k == key) {
+			*rec_out = t->recs[i];
+			found = true;
+			break;
+		}
+		i = (i + 1) & t->mask;
+	}
+	pthread_rwlock_unlock(&s->grow_lock);
+	return found;
+}
+
+size_t set_size(const sampled_set *s)
+{
+	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	return atomic_load_explicit(&t->live, memory_order_relaxed);
+}
+
+size_t set_capacity(const sampled_set *s)
+{
+	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	return t->mask + 1;
+}
+
+void set_lock_all(sampled_set *s)
+{
+	pthread_rwlock_wrlock(&s->grow_lock);
+}
+
+void set_unlock_all(sampled_set *s)
+{
+	pthread_rwlock_unlock(&s->grow_lock);
+}
+
+void set_reset_lock(sampled_set *s)
+{
+	pthread_rwlock_init(&s->grow_lock, NULL);
+}

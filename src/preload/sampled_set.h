@@ -1,0 +1,123 @@
+/*
+ * sampled_set.h: the set of live sampled pointers, and each one's record.
+ *
+ * free() must decide "was this pointer sampled?" for every call, in O(1) and
+ * without locks (DESIGN.md). This is design (1) of the two the design asks to
+ * compare: a lock-free open-addressing hash set of addresses, as Chromium's
+ * PoissonAllocationSampler keeps. Lookups take no lock and touch one table
+ * pointer plus, almost always, one cache line of keys.
+ *
+ * Writers (a sampled allocation's insert, its free's remove) claim and
+ * release slots with compare-and-swap; removed slots become tombstones so
+ * probe chains stay intact for concurrent readers. Growth and tombstone
+ * clean-up copy the live keys into a fresh table and publish it with one
+ * atomic store; writers hold a shared lock while they touch a table and the
+ * copier an exclusive one, so no insert is lost in a copy. Readers never
+ * wait: a reader still probing a retired table sees every key that was live
+ * when it loaded the table pointer, which is all it needs, because only the
+ * owner of pointer p looks p up (see set_contains). Retired tables are
+ * recycled only after a grace period (SET_GRACE_NS) and never unmapped, so
+ * a stale reader can never fault.
+ *
+ * The record of each sampled pointer (its stack bucket, HT weight, u,
+ * usable size, allocation time) lives in a parallel array, read and written
+ * only by the owner of the pointer.
+ */
+#ifndef AP_PRELOAD_SAMPLED_SET_H
+#define AP_PRELOAD_SAMPLED_SET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Recycling delay for retired tables: far above any free() fast path. */
+#define SET_GRACE_NS 2000000000ULL
+#define SET_MAX_RETIRED 8
+
+struct site;
+
+/* What the runtime keeps for one live sampled allocation. */
+typedef struct sample_rec {
+	struct site *site; /* NULL = a bootstrap-pool block, not a sample */
+	double weight;     /* 1/pi (HT) */
+	uint64_t u;        /* size - offset */
+	uint64_t usable;   /* malloc_usable_size underneath */
+	uint64_t t_ns;     /* CLOCK_MONOTONIC at allocation */
+} sample_rec;
+
+typedef struct set_table {
+	size_t mask;             /* capacity - 1, capacity a power of two */
+	unsigned shift;          /* 64 - log2(capacity) */
+	atomic_size_t used;      /* live + tombstones (claimed slots) */
+	atomic_size_t live;
+	size_t map_len;          /* bytes mapped for this table */
+	uint64_t retired_ns;     /* when it was replaced, 0 = current */
+	sample_rec *recs;        /* parallel to keys */
+	_Atomic uintptr_t keys[]; /* 0 = empty, 1 = tombstone, else a pointer */
+} set_table;
+
+typedef struct sampled_set {
+	_Atomic(set_table *) tab;
+	pthread_rwlock_t grow_lock; /* shared: insert/remove; exclusive: copy */
+	set_table *retired[SET_MAX_RETIRED];
+	size_t nretired;
+	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
+} sampled_set;
+
+/* The empty table every set starts from (capacity 1, never written). */
+extern set_table set_empty_table;
+
+void set_init(sampled_set *s);
+
+/* Hash of an address to a slot index; Fibonacci hashing of p >> 4. */
+static inline size_t set_slot(const set_table *t, uintptr_t p)
+{
+	return (size_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL) >> t->shift) & t->mask;
+}
+
+/*
+ * Lock-free lookup: is p in the set? Meant for free(p) by the owner of p:
+ * p's insert happened-before (the program handed p over), so the current or
+ * a retired table holds it. Relaxed loads suffice for the same reason.
+ */
+static inline bool set_contains(const sampled_set *s, const void *p)
+{
+	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	uintptr_t key = (uintptr_t)p;
+	size_t i = set_slot(t, key);
+	for (;;) {
+		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+		if (k == key)
+			return true;
+		if (k == 0)
+			return false;
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Insert p (not already present) with its record. 0 or AP_ENOMEM. */
+int set_insert(sampled_set *s, const void *p, const sample_rec *rec);
+/*
+ * Remove p and copy its record out. true if p was present; false if not
+ * (a concurrent remove of the same p, i.e. a double free, or never sampled).
+ */
+bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out);
+/* Copy p's record without removing it (for its owner). true if present. */
+bool set_get(sampled_set *s, const void *p, sample_rec *rec_out);
+/* Number of live entries (approximate while writers run). */
+size_t set_size(const sampled_set *s);
+/* Capacity of the current table. */
+size_t set_capacity(const sampled_set *s);
+
+/* Fork handlers: hold / release the writers' lock around fork(). */
+void set_lock_all(sampled_set *s);
+void set_unlock_all(sampled_set *s);
+/* In a fork child: reinitialise the lock (the parent's holders are gone). */
+void set_reset_lock(sampled_set *s);
+
+/* Time source for the grace period (CLOCK_MONOTONIC ns). */
+uint64_t set_now_ns(void);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * stack_table.c: stack interning and per-site counters (stack_table.h).
+ *
+ * Two chained hash tables in the arena: stacks keyed by their frames, and
+ * sites keyed by (stack, size, rate). Both double when their load passes 1.
+ */
+#include "stack_table.h"
+
+#include <string.h>
+
+#include "allocprof/common.h"
+
+#define INIT_BUCKETS 1024
+
+static uint64_t mix64(uint64_t h)
+{
+	/* splitmix64's finaliser: good avalanche, a few instructions. */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h;
+}
+
+static uint64_t hash_stack(const uintptr_t *pcs, int depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)depth;
+	for (int i = 0; i < depth; i++)
+		h = mix64(h ^ (uint64_t)pcs[i]);
+	return h;
+}
+
+static uint64_t hash_site(const stack *s, uint64_t size, uint64_t rate)
+{
+	return mix64(mix64(s->hash ^ size) ^ rate);
+}
+
+int table_init(stack_table *t, arena *a)
+{
+	memset(t, 0, sizeof *t);
+	pthread_mutex_init(&t->lock, NULL);
+	t->a = a;
+	t->stacks = arena_alloc(a, INIT_BUCKETS * sizeof *t->stacks);
+	t->sites = arena_alloc(a, INIT_BUCKETS * sizeof *t->sites);
+	if (!t->stacks || !t->sites)
+		return AP_ENOMEM;
+	t->stack_cap = t->site_cap = INIT_BUCKETS;
+	const ap_allocator *al = arena_allocator(a);
+	if (ap_hist_create(&t->hist_size, TABLE_HIST_SIGBITS, al) != 0 ||
+	    ap_hist_create(&t->hist_lifetime, TABLE_HIST_SIGBITS, al) != 0)
+		return AP_ENOMEM;
+	return 0;
+}
+
+/* Double a chained table. Failure to grow is harmless: chains get longer. */
+static void grow_stacks(stack_table *t)
+{
+	size_t cap = t->stack_cap * 2;
+	stack **nb = arena_alloc(t->a, cap * sizeof *nb);
+	if (!nb)
+		return;
+	for (size_t i = 0; i < t->stack_cap; i++) {
+		stack *s = t->stacks[i];
+		while (s) {
+			stack *next = s->next;
+			size_t j = s->hash & (cap - 1);
+			s->next = nb[j];
+			nb[j] = s;
+			s = next;
+		}
+	}
+	arena_free(t->a, t->stacks);
+	t->stacks = nb;
+	t->stack_cap = cap;
+}
+
+static void grow_sites(stack_table *t)
+{
+	size_t cap = t->site_cap * 2;
+	site **nb = arena_alloc(t->a, cap * sizeof *nb);
+	if (!nb)
+		return;
+	for (size_t i = 0; i < t->site_cap; i++) {
+		site *s = t->sites[i];
+		while (s) {
+			site *next = s->next;
+			size_t j = hash_site(s->stk, s->size, s->rate) & (cap - 1);
+			s->next = nb[j];
+			nb[j] = s;
+			s = next;
+		}
+	}
+	arena_free(t->a, t->sites);
+	t->sites = nb;
+	t->site_cap = cap;
+}
+
+static stack *intern_stack(stack_table *t, const uintptr_t *pcs, int depth)
+{
+	uint64_t h = hash_stack(pcs, depth);
+	size_t b = h & (t->stack_cap - 1);
+	for (stack *s = t->stacks[b]; s; s = s->next)
+		if (s->hash == h && s->depth == (uint32_t)depth &&
+		    memcmp(s->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+			return s;
+	stack *s = arena_alloc(t->a, sizeof *s + (size_t)depth * sizeof *pcs);
+	if (!s)
+		return NULL;
+	s->hash = h;
+	s->depth = (uint32_t)depth;
+	s->id = (uint32_t)++t->nstacks;
+	memcpy(s->pcs, pcs, (size_t)depth * sizeof *pcs);
+	s->next = t->stacks[b];
+	t->stacks[b] = s;
+	if (t->nstacks > t->stack_cap)
+		grow_stacks(t);
+	return s;
+}
+
+static site *find_site(stack_table *t, const stack *stk, uint64_t size, uint64_t rate)
+{
+	uint64_t h = hash_site(stk, size, rate);
+	size_t b = h & (t->site_cap - 1);
+	for (site *s = t->sites[b]; s; s = s->next)
+		if (s->stk == stk && s->size == size && s->rate == rate)
+			return s;
+	site *s = arena_alloc(t->a, sizeof *s);
+	if (!s)
+		return NULL;
+	s->stk = stk;
+	s->size = size;
+	s->rate = rate;
+	s->next = t->sites[b];
+	t->sites[b] = s;
+	s->all_next = t->all_sites;
+	t->all_sites = s;
+	if (++t->nsites > t->site_cap)
+		grow_sites(t);
+	return s;
+}
+
+/* Add (sign = +1) or subtract (-1) one sample's contributions. */
+static void apply(site_counts *c, double sign, double w, uint64_t size,
+		  uint64_t u, uint64_t usable)
+{
+	double z = (double)size;
+	double var_obj = w * w - w; /* (1 - pi) / pi^2 with pi = 1/w */
+	c->objects += sign * w;
+	c->space += sign * w * z;
+	c->u += sign * (double)u;
+	c->objects_var += sign * var_obj;
+	c->space_var += sign * var_obj * z * z;
+	c->usable += sign * w * (double)usable;
+	if (sign > 0)
+		c->samples++;
+	else if (c->samples > 0)
+		c->samples--;
+}
+
+int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
+		       uint64_t rate, const ap_sample_info *info,
+		       uint64_t usable, sample_rec *rec, table_totals *after)
+{
+	double w = info->weight;
+	uint64_t u = info->size - info->offset;
+	pthread_mutex_lock(&t->lock);
+	stack *stk = intern_stack(t, pcs, depth);
+	site *s = stk ? find_site(t, stk, info->size, rate) : NULL;
+	if (!s) {
+		pthread_mutex_unlock(&t->lock);
+		return AP_ENOMEM;
+	}
+	apply(&s->alloc, 1.0, w, info->size, u, usable);
+	apply(&s->inuse, 1.0, w, info->size, u, usable);
+	t->tot.alloc_space += w * (double)info->size;
+	t->tot.alloc_objects += w;
+	t->tot.inuse_space += w * (double)info->size;
+	t->tot.inuse_objects += w;
+	if (t->tot.inuse_space > t->tot.peak_inuse_space)
+		t->tot.peak_inuse_space = t->tot.inuse_space;
+	t->tot.samples++;
+	if (after) {
+		*after = t->tot;
+		after->nstacks = t->nstacks;
+		after->nsites = t->nsites;
+	}
+	pthread_mutex_unlock(&t->lock);
+	/* Lock-free histograms: outside the table lock. */
+	ap_hist_add_weight(t->hist_size, info->size, w);
+	rec->site = s;
+	rec->weight = w;
+	rec->u = u;
+	rec->usable = usable;
+	return 0;
+}
+
+void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
+{
+	site *s = rec->site;
+	if (!s)
+		return;
+	pthread_mutex_lock(&t->lock);
+	apply(&s->inuse, -1.0, rec->weight, s->size, rec->u, rec->usable);
+	t->tot.inuse_space -= rec->weight * (double)s->size;
+	t->tot.inuse_objects -= rec->weight;
+	t->tot.frees++;
+	pthread_mutex_unlock(&t->lock);
+	if (now_ns >= rec->t_ns)
+		ap_hist_add_weight(t->hist_lifetime, now_ns - rec->t_ns, rec->weight);
+}
+
+int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot)
+{
+	pthread_mutex_lock(&t->lock);
+	size_t cnt = t->nsites;
+	site_snap *v = arena_alloc(t->a, (cnt ? cnt : 1) * sizeof *v);
+	if (!v) {
+		pthread_mutex_unlock(&t->lock);
+		return AP_ENOMEM;
+	}
+	size_t i = 0;
+	for (const site *s = t->all_sites; s && i < cnt; s = s->all_next, i++) {
+		v[i].stk = s->stk;
+		v[i].size = s->size;
+		v[i].rate = s->rate;
+		v[i].alloc = s->alloc;
+		v[i].inuse = s->inuse;
+	}
+	if (tot) {
+		*tot = t->tot;
+		tot->nstacks = t->nstacks;
+		tot->nsites = t->nsites;
+	}
+	pthread_mutex_unlock(&t->lock);
+	*out = v;
+	*n = i;
+	return 0;
+}
+
+void table_totals_get(stack_table *t, table_totals *tot)
+{
+	pthread_mutex_lock(&t->lock);
+	*tot = t->tot;
+	tot->nstacks = t->nstacks;
+	tot->nsites = t->nsites;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void table_lock(stack_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+}
+
+void table_unlock(stack_table *t)
+{
+	pthread_mutex_unlock(&t->lock);
+}

@@ -1,0 +1,113 @@
+/*
+ * stack_table.h: interned stacks and the additive counters of each
+ * (stack, requested size, rate) "site" -- the data a heap profile is made of.
+ *
+ * Every sampled allocation adds its Horvitz-Thompson contributions to its
+ * site's alloc and inuse counters; freeing it subtracts exactly the same
+ * inuse contributions again (recomputed from the weight kept in its
+ * sample_rec). Counters are sums, so they merge across threads, processes
+ * and machines by addition (STATISTICS.md section 2):
+ *   objects  += w              space += w * size        (w = 1/pi)
+ *   samples  += 1              u     += size - offset   (seed 003's NB estimator)
+ *   objects_var += (1-pi)/pi^2 = w^2 - w
+ *   space_var   += (w^2 - w) * size^2                   (HT variance estimate)
+ *   usable   += w * malloc_usable_size
+ *
+ * One mutex guards the table: only sampled allocations and frees of sampled
+ * pointers come here, and the unwinding they already did costs far more.
+ * Tables, stacks and sites come from the runtime's arena, never from malloc.
+ */
+#ifndef AP_PRELOAD_STACK_TABLE_H
+#define AP_PRELOAD_STACK_TABLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocprof/hist.h"
+#include "allocprof/sampler.h"
+#include "arena.h"
+#include "sampled_set.h"
+
+typedef struct stack {
+	struct stack *next; /* hash chain */
+	uint64_t hash;
+	uint32_t id;        /* 1-based, in interning order */
+	uint32_t depth;
+	uintptr_t pcs[];    /* return addresses, innermost first */
+} stack;
+
+typedef struct site_counts {
+	double objects, space, u, space_var, objects_var, usable;
+	uint64_t samples;
+} site_counts;
+
+typedef struct site {
+	struct site *next;     /* hash chain */
+	struct site *all_next; /* every site, newest first, for dumps */
+	const stack *stk;
+	uint64_t size, rate;
+	site_counts alloc, inuse;
+} site;
+
+/* A consistent copy of one site's numbers, for building a profile. */
+typedef struct site_snap {
+	const stack *stk; /* stacks are immutable once interned */
+	uint64_t size, rate;
+	site_counts alloc, inuse;
+} site_snap;
+
+typedef struct table_totals {
+	double alloc_space, alloc_objects, inuse_space, inuse_objects;
+	double peak_inuse_space; /* highest inuse_space seen */
+	uint64_t samples, frees;
+	size_t nstacks, nsites;
+} table_totals;
+
+typedef struct stack_table {
+	pthread_mutex_t lock;
+	arena *a;
+	stack **stacks;  /* hash buckets */
+	size_t stack_cap, nstacks;
+	site **sites;    /* hash buckets */
+	size_t site_cap, nsites;
+	site *all_sites;
+	table_totals tot;
+	ap_hist *hist_size;     /* requested sizes, HT-weighted */
+	ap_hist *hist_lifetime; /* ns from allocation to free, HT-weighted */
+} stack_table;
+
+/* Histogram precision: 2^-5 ~ 3% relative bucket width. */
+#define TABLE_HIST_SIGBITS 5
+
+/* 0, or AP_ENOMEM. The table allocates from a. */
+int table_init(stack_table *t, arena *a);
+
+/*
+ * Record one sampled allocation of info->size bytes with stack pcs[0..depth)
+ * drawn at rate `rate`; usable = malloc_usable_size of the block. Fills *rec
+ * (site, weight, u, usable; t_ns is the caller's) for the sampled set, and
+ * *after (may be NULL) with the totals right after this sample.
+ * 0 or AP_ENOMEM (then nothing was recorded).
+ */
+int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
+		       uint64_t rate, const ap_sample_info *info,
+		       uint64_t usable, sample_rec *rec, table_totals *after);
+
+/* Take a freed sampled allocation out of the inuse view (now_ns: free time). */
+void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
+
+/*
+ * Copy every site into an array from the arena (*out, freed with
+ * arena_free) and the totals into *tot (may be NULL). 0 or AP_ENOMEM.
+ */
+int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot);
+/* Current totals only (cheap). */
+void table_totals_get(stack_table *t, table_totals *tot);
+
+/* Fork handlers. */
+void table_lock(stack_table *t);
+void table_unlock(stack_table *t);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * unwinder.h: capturing the call stack of a sampled allocation.
+ *
+ * Three unwinders, chosen by ALLOCPROF_OPTIONS unwinder=:
+ *   libunwind  unw_backtrace (nongnu libunwind; caches unwind info),
+ *   libgcc     _Unwind_Backtrace from libgcc_s (lock-free on glibc 2.35+
+ *              thanks to _dl_find_object),
+ *   fp         frame-pointer walk, bounded by the thread's stack; cheapest,
+ *              but loses frames of code built without frame pointers.
+ * Each returns return addresses, innermost first. Frames inside the runtime
+ * itself (the address range set by unwind_set_self) are dropped from the
+ * top, so a stack starts at the program's call to malloc.
+ *
+ * Called with the runtime's reentrancy guard set: anything an unwinder
+ * allocates goes straight to the real allocator.
+ */
+#ifndef AP_PRELOAD_UNWINDER_H
+#define AP_PRELOAD_UNWINDER_H
+
+#include <stdint.h>
+
+typedef enum unwinder_kind {
+	UNWINDER_LIBUNWIND = 0,
+	UNWINDER_LIBGCC = 1,
+	UNWINDER_FP = 2
+} unwinder_kind;
+
+/* Option names, index = unwinder_kind, NULL-terminated. */
+extern const char *const unwinder_names[];
+
+/* Frames above max_depth that unwind_capture may need to skip. */
+#define UNWIND_SELF_MAX 16
+#define UNWIND_DEPTH_MAX 256
+
+/* Drop leading frames whose address is in [lo, hi) (0, 0 = drop none). */
+void unwind_set_self(uintptr_t lo, uintptr_t hi);
+/* The executable range of the object containing addr (for unwind_set_self). */
+int unwind_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
+
+/*
+ * Resolve and warm the unwinder up (first-use costs: libgcc_s lookup, the
+ * unwinders' caches). 0, or AP_EUNSUPPORTED when it is not available (then
+ * callers fall back to another kind).
+ */
+int unwind_prepare(unwinder_kind k);
+
+/*
+ * Capture up to max (<= UNWIND_DEPTH_MAX) return addresses into pcs,
+ * innermost first, runtime frames dropped. Returns the number stored.
+ */
+int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
+
+#endif
