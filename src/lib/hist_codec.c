@@ -132,6 +132,11 @@ int hist_snap_validate(const ap_hist_snap *s)
 		if (!__builtin_mul_overflow(s->sum, (hist_u128)s->max, &p) &&
 		    s->sumsq > p)
 			return AP_ECORRUPT;
+		/* Cauchy-Schwarz, n sumsq >= sum^2, weakened to what fits in
+		 * 128 bits: sumsq >= floor(sum / n) * sum. */
+		if (__builtin_mul_overflow(s->sum / n, s->sum, &p) ||
+		    s->sumsq < p)
+			return AP_ECORRUPT;
 	}
 	return 0;
 }

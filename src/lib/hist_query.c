@@ -265,10 +265,12 @@ int ap_hist_snap_value_at_rank(const ap_hist_snap *s, uint64_t r,
 /* Nearest rank of quantile q: ceil(q n) - 1, clamped to [0, n - 1]. */
 static uint64_t rank_of_quantile(const ap_hist_snap *s, double q)
 {
-	long double x = ceill((long double)q * (long double)s->count);
+	/* In double, as a user computes it: 0.001 * 1e6 is 1000, not the
+	 * 1000.00000000000002 that the exact product of the double 0.001 is. */
+	double x = ceil(q * (double)s->count);
 	if (x < 1)
 		return 0;
-	if (x >= (long double)s->count)
+	if (x >= (double)s->count)
 		return s->count - 1;
 	return (uint64_t)x - 1;
 }
@@ -379,8 +381,8 @@ double ap_hist_snap_quantile_of_value(const ap_hist_snap *s, uint64_t v)
 {
 	if (!s->count)
 		return NAN;
-	return 1.0 - ap_hist_snap_count_above(s, v, NULL, NULL) /
-			     (double)s->count;
+	double n = (double)s->count;
+	return (n - ap_hist_snap_count_above(s, v, NULL, NULL)) / n;
 }
 
 /* ---- Iteration and comparison ------------------------------------------ */
