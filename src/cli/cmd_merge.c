@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "allocprof/codec.h"
+#include "allocprof/heapv2.h"
 #include "allocprof/hist.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -683,11 +684,15 @@ static int load_one(const char *path, ap_profile **out, char *err,
 		seterr(err, errlen, "%s: empty file, not a profile", path);
 		return AP_ECORRUPT;
 	}
-	int rc = ap_pprof_decode(buf, len, NULL, out, why, sizeof why);
+	/* jemalloc/gperftools text profiles are recognised by their header */
+	bool text = (len > 8 && !memcmp(buf, "heap_v2/", 8)) ||
+		    (len > 13 && !memcmp(buf, "heap profile:", 13));
+	int rc = text ? ap_heapv2_decode(buf, len, NULL, out, why, sizeof why)
+		      : ap_pprof_decode(buf, len, NULL, out, why, sizeof why);
 	free(buf);
 	if (rc) {
-		seterr(err, errlen, "%s: not a valid pprof profile: %s", path,
-		       why[0] ? why : ap_strerror(rc));
+		seterr(err, errlen, "%s: not a valid %s profile: %s", path,
+		       text ? "heap_v2" : "pprof", why[0] ? why : ap_strerror(rc));
 		return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
 	}
 	if (ap_profile_find_sample_type(*out, AP_ST_ALLOC_SPACE) < 0 &&
@@ -787,7 +792,7 @@ int ap_cmd_merge(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outpath = optarg; break;
 		case 's': symbolize = true; break;

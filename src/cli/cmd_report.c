@@ -112,7 +112,7 @@ static int parse(int argc, char **argv, struct ropts *r)
 	r->top = 20;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_ALLOC: r->hv.view = HV_ALLOC; break;
 		case O_INUSE: r->hv.view = HV_INUSE; break;
@@ -195,7 +195,7 @@ static const char *fmt_count(double v, char *buf, size_t n)
 {
 	if (!isfinite(v))
 		snprintf(buf, n, "?");
-	else if (v < 100000)
+	else if (v < 1e6)
 		snprintf(buf, n, "%.0f", v);
 	else if (v < 1e8)
 		snprintf(buf, n, "%.1fk", v / 1e3);

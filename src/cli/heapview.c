@@ -207,8 +207,9 @@ struct build {
 	int64_t k_bytes, k_rate; /* string indices of label keys, -1 absent */
 	regex_t focus, ignore;
 	bool has_focus, has_ignore;
-	hv_keymap *stackmap;
-	size_t capstacks;
+	hv_keymap *stackmap, *sitemap;
+	size_t capstacks, capsites;
+	double *best; /* per site: bytes of its largest contribution */
 	hv_frame *fbuf; /* frames of the sample being processed */
 	size_t *fidx;   /* their indices in v->lframes */
 	size_t cap_fbuf;
@@ -552,6 +553,63 @@ static int stack_for(struct build *b, size_t n, hv_site **out)
 	return 0;
 }
 
+/* Site key of the current frames for the chosen aggregation. */
+static int site_key(struct build *b, const hv_site *st, size_t n, size_t *len)
+{
+	*len = 0;
+	if (b->v->opt.by == HV_BY_STACK || n == 0)
+		return key_append(b, len, st->name, 0);
+	if (key_append(b, len, b->fbuf[0].function, 0))
+		return AP_ENOMEM;
+	if (b->v->opt.by == HV_BY_LINE) {
+		char ln[32];
+		snprintf(ln, sizeof ln, ":%lld", (long long)b->fbuf[0].line);
+		if (key_append(b, len, *b->fbuf[0].file ? b->fbuf[0].file : "?", ' ') ||
+		    key_append(b, len, ln, 0))
+			return AP_ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Add the sample's statistic to its site. The site's representative stack,
+ * file and line are those of its largest single contribution.
+ */
+static int add_to_site(struct build *b, const hv_site *st, size_t n,
+		       const hv_stat *stat)
+{
+	hv_view *v = b->v;
+	size_t len;
+	if (site_key(b, st, n, &len))
+		return AP_ENOMEM;
+	size_t idx = hv_keymap_get(b->sitemap, b->kbuf, len);
+	if (idx == SIZE_MAX) {
+		size_t cap = b->capsites;
+		if (grow((void **)&v->sites, &b->capsites, v->nsites + 1,
+			 sizeof *v->sites) ||
+		    grow((void **)&b->best, &cap, v->nsites + 1, sizeof *b->best))
+			return AP_ENOMEM;
+		idx = v->nsites;
+		memset(&v->sites[idx], 0, sizeof v->sites[idx]);
+		b->best[idx] = -1;
+		v->sites[idx].name = pool(v, b->kbuf);
+		if (!v->sites[idx].name || hv_keymap_put(b->sitemap, b->kbuf, len, idx))
+			return AP_ENOMEM;
+		v->nsites++;
+	}
+	hv_site *site = &v->sites[idx];
+	hv_stat_add(&site->stat, stat);
+	if (stat->bytes > b->best[idx]) {
+		b->best[idx] = stat->bytes;
+		site->stack = st->stack;
+		site->nstack = st->nstack;
+		site->function = n ? b->fbuf[0].function : st->name;
+		site->file = n ? b->fbuf[0].file : "";
+		site->line = n ? b->fbuf[0].line : 0;
+	}
+	return 0;
+}
+
 static int add_samples(struct build *b)
 {
 	const ap_profile *p = b->p;
@@ -570,72 +628,12 @@ static int add_samples(struct build *b)
 			return fail(b, AP_ENOMEM, "out of memory");
 		if (!passes_filters(b, n))
 			continue;
-		if (stack_for(b, n, &stack))
+		if (stack_for(b, n, &stack) || add_to_site(b, stack, n, &st))
 			return fail(b, AP_ENOMEM, "out of memory");
 		hv_stat_add(&stack->stat, &st);
 		hv_stat_add(&b->v->total, &st);
 	}
 	return 0;
-}
-
-/* Site key of a stack for the chosen aggregation. */
-static int site_key(struct build *b, const hv_site *st, size_t *len)
-{
-	*len = 0;
-	if (b->v->opt.by == HV_BY_STACK)
-		return key_append(b, len, st->name, 0);
-	if (key_append(b, len, st->function, 0))
-		return AP_ENOMEM;
-	if (b->v->opt.by == HV_BY_LINE) {
-		char ln[32];
-		snprintf(ln, sizeof ln, ":%lld", (long long)st->line);
-		if (key_append(b, len, *st->file ? st->file : "?", ' ') ||
-		    key_append(b, len, ln, 0))
-			return AP_ENOMEM;
-	}
-	return 0;
-}
-
-static int make_sites(struct build *b)
-{
-	hv_view *v = b->v;
-	hv_keymap *m = hv_keymap_new();
-	double *best = calloc(v->nstacks + 1, sizeof *best);
-	v->sites = calloc(v->nstacks + 1, sizeof *v->sites);
-	if (!m || !best || !v->sites)
-		goto nomem;
-	for (size_t i = 0; i < v->nstacks; i++) {
-		const hv_site *st = &v->stacks[i];
-		size_t len;
-		if (site_key(b, st, &len))
-			goto nomem;
-		size_t idx = hv_keymap_get(m, b->kbuf, len);
-		if (idx == SIZE_MAX) {
-			idx = v->nsites++;
-			v->sites[idx].name = pool(v, b->kbuf);
-			if (!v->sites[idx].name || hv_keymap_put(m, b->kbuf, len, idx))
-				goto nomem;
-			best[idx] = -1;
-		}
-		hv_site *site = &v->sites[idx];
-		hv_stat_add(&site->stat, &st->stat);
-		if (st->stat.bytes > best[idx]) {
-			/* the representative stack: most bytes in this site */
-			best[idx] = st->stat.bytes;
-			site->stack = st->stack;
-			site->nstack = st->nstack;
-			site->function = st->function;
-			site->file = st->file;
-			site->line = st->line;
-		}
-	}
-	hv_keymap_free(m);
-	free(best);
-	return 0;
-nomem:
-	hv_keymap_free(m);
-	free(best);
-	return fail(b, AP_ENOMEM, "out of memory");
 }
 
 static int by_bytes_desc(const void *a, const void *b)
@@ -696,11 +694,11 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)) ||
 	    (rc = expand_locations(&b)))
 		goto done;
-	if (!(b.stackmap = hv_keymap_new())) {
+	if (!(b.stackmap = hv_keymap_new()) || !(b.sitemap = hv_keymap_new())) {
 		rc = fail(&b, AP_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = add_samples(&b)) || (rc = make_sites(&b)))
+	if ((rc = add_samples(&b)))
 		goto done;
 	for (size_t i = 0; i < v->nstacks; i++)
 		hv_stat_finish(&v->stacks[i].stat, o->level);
@@ -709,13 +707,15 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	hv_stat_finish(&v->total, o->level);
 	qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
 	qsort(v->stacks, v->nstacks, sizeof *v->stacks, by_name);
-	/* sites point at stacks' frame arrays, which qsort did not move */
+	/* sites point at stacks' frame arrays, which qsort does not move */
 done:
 	if (b.has_focus)
 		regfree(&b.focus);
 	if (b.has_ignore)
 		regfree(&b.ignore);
 	hv_keymap_free(b.stackmap);
+	hv_keymap_free(b.sitemap);
+	free(b.best);
 	free(b.runs);
 	free(b.fbuf);
 	free(b.fidx);

@@ -118,9 +118,9 @@ typedef struct hv_site {
 	const char *function;  /* first frame's function */
 	const char *file;      /* first frame's file ("" unknown) */
 	int64_t line;          /* first frame's line (0 unknown; for HV_BY_FUNCTION
-	                          the line of the largest contributing stack) */
-	const hv_frame *stack; /* representative stack, leaf first: the one */
-	size_t nstack;         /*   contributing most bytes to this site */
+	                          that of the site's largest single sample) */
+	const hv_frame *stack; /* representative stack, leaf first: that of */
+	size_t nstack;         /*   the site's largest single sample */
 	hv_stat stat;
 } hv_site;
 

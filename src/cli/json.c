@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void json_init(json_writer *w, FILE *f)
@@ -144,10 +145,18 @@ void json_number(json_writer *w, double v)
 		return;
 	}
 	separate(w);
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) {
 		fprintf(w->f, "%.0f", v == 0 ? 0.0 : v);
-	else
-		fprintf(w->f, "%.17g", v);
+		return;
+	}
+	/* the shortest of %.15g..%.17g that reads back as the same double */
+	char buf[40];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, w->f);
 }
 
 void json_int(json_writer *w, int64_t v)
