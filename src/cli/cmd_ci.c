@@ -150,18 +150,16 @@ static void ci_print(const struct ci_args *a, const ap_interval *iv)
 		json_begin_object(&w);
 		json_key(&w, "samples");
 		json_uint(&w, a->samples);
-		json_key(&w, "u");
-		json_number(&w, a->u);
-		json_key(&w, "rate");
-		json_number(&w, a->rate);
-		json_key(&w, "level");
-		json_number(&w, a->level);
-		json_key(&w, "estimate");
-		json_number(&w, iv->estimate);
-		json_key(&w, "lo");
-		json_number(&w, iv->lo);
-		json_key(&w, "hi");
-		json_number(&w, iv->hi);
+		const struct {
+			const char *key;
+			double v;
+		} fields[] = {{"u", a->u},		{"rate", a->rate},
+			      {"level", a->level},	{"estimate", iv->estimate},
+			      {"lo", iv->lo},		{"hi", iv->hi}};
+		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+			json_key(&w, fields[i].key);
+			json_number(&w, fields[i].v);
+		}
 		json_end_object(&w);
 		putchar('\n');
 		return;
