@@ -47,6 +47,19 @@ AP_API int ap_gzip_decompress(const void *in, size_t len, size_t max_out,
 			      const ap_allocator *alloc, unsigned char **out,
 			      size_t *out_len, char *err, size_t errlen);
 
+/*
+ * Input step shared by decoders that accept plain or gzip'd data: when
+ * (in, len) starts with the gzip magic it is decompressed (at most max_len
+ * bytes) into *plain, to be freed with size *plain_len + 1; otherwise
+ * *plain is NULL and the input itself, at most max_len bytes, is used.
+ * Either way *data / *data_len is what to parse. Errors as for
+ * ap_gzip_decompress, plus AP_ERANGE for plain input over max_len.
+ */
+AP_API int ap_gzip_input(const unsigned char *in, size_t len, size_t max_len,
+			 const ap_allocator *alloc, const unsigned char **data,
+			 size_t *data_len, unsigned char **plain,
+			 size_t *plain_len, char *err, size_t errlen);
+
 /* Encoded length of n bytes (with padding), or 0 when it overflows. */
 AP_API size_t ap_base64_encoded_len(size_t n);
 

@@ -262,6 +262,34 @@ int ap_gzip_decompress(const void *in, size_t len, size_t max_out,
 	return rc;
 }
 
+int ap_gzip_input(const unsigned char *in, size_t len, size_t max_len,
+		  const ap_allocator *alloc, const unsigned char **data,
+		  size_t *data_len, unsigned char **plain, size_t *plain_len,
+		  char *err, size_t errlen)
+{
+	if (!data || !data_len || !plain || !plain_len || (!in && len))
+		return AP_EINVAL;
+	*data = in;
+	*data_len = len;
+	*plain = NULL;
+	*plain_len = 0;
+	if (ap_gzip_detect(in, len)) {
+		int rc = ap_gzip_decompress(in, len, max_len, alloc, plain,
+					    plain_len, err, errlen);
+		if (!rc) {
+			*data = *plain;
+			*data_len = *plain_len;
+		}
+		return rc;
+	}
+	if (len > max_len) {
+		set_reason(err, errlen, "input of %zu bytes exceeds the "
+			   "%zu-byte limit", len, max_len);
+		return AP_ERANGE;
+	}
+	return 0;
+}
+
 /* ---- base64 ---------------------------------------------------------- */
 
 static const char b64_alphabet[] =

@@ -710,20 +710,10 @@ int ap_heapv2_decode(const unsigned char *buf, size_t len,
 	d.a = alloc ? alloc : ap_allocator_libc();
 	d.err = err;
 	d.errlen = errlen;
-	unsigned char *plain = NULL;
-	size_t plain_len = 0;
-	int rc = 0;
-	if (ap_gzip_detect(buf, len)) {
-		rc = ap_gzip_decompress(buf, len, MAX_TEXT_BYTES, d.a, &plain,
-					&plain_len, err, errlen);
-		buf = plain;
-		len = plain_len;
-	} else if (len > MAX_TEXT_BYTES) {
-		if (err && errlen)
-			snprintf(err, errlen, "input of %zu bytes exceeds the "
-				 "%zu-byte limit", len, MAX_TEXT_BYTES);
-		rc = AP_ERANGE;
-	}
+	unsigned char *plain;
+	size_t plain_len;
+	int rc = ap_gzip_input(buf, len, MAX_TEXT_BYTES, d.a, &buf, &len,
+			       &plain, &plain_len, err, errlen);
 	d.buf = (const char *)buf;
 	d.len = len;
 	if (!rc)

@@ -453,22 +453,12 @@ int ap_pprof_decode(const unsigned char *buf, size_t len,
 		return AP_EINVAL;
 	*out = NULL;
 	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
-	unsigned char *plain = NULL;
-	size_t plain_len = 0;
-	int rc;
-	if (ap_gzip_detect(buf, len)) {
-		rc = ap_gzip_decompress(buf, len, MAX_PROFILE_BYTES, a, &plain,
-					&plain_len, err, errlen);
-		if (rc)
-			return rc;
-		buf = plain;
-		len = plain_len;
-	} else if (len > MAX_PROFILE_BYTES) {
-		if (err && errlen)
-			snprintf(err, errlen, "profile of %zu bytes exceeds the "
-				 "%zu-byte limit", len, MAX_PROFILE_BYTES);
-		return AP_ERANGE;
-	}
+	unsigned char *plain;
+	size_t plain_len;
+	int rc = ap_gzip_input(buf, len, MAX_PROFILE_BYTES, a, &buf, &len,
+			       &plain, &plain_len, err, errlen);
+	if (rc)
+		return rc;
 	struct dec d;
 	memset(&d, 0, sizeof d);
 	d.a = a;

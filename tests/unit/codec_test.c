@@ -278,3 +278,29 @@ AP_TEST(base64_allocation_failure)
 	AP_CHECK(d == NULL);
 	AP_CHECK_EQ_INT(fa.live, 0);
 }
+
+AP_TEST(gzip_input_passes_plain_and_inflates_gzip)
+{
+	const unsigned char *data;
+	size_t dlen, plen;
+	unsigned char *plain, *z;
+	size_t zlen;
+	char err[120];
+	AP_CHECK_EQ_INT(ap_gzip_input((const unsigned char *)"abc", 3, 3, NULL,
+				      &data, &dlen, &plain, &plen, err,
+				      sizeof err), 0);
+	AP_CHECK(plain == NULL && dlen == 3 && memcmp(data, "abc", 3) == 0);
+	AP_CHECK_EQ_INT(ap_gzip_input((const unsigned char *)"abcd", 4, 3, NULL,
+				      &data, &dlen, &plain, &plen, err,
+				      sizeof err), AP_ERANGE);
+	AP_CHECK(strstr(err, "4 bytes exceeds the 3-byte limit") != NULL);
+	AP_CHECK_EQ_INT(ap_gzip_compress("hello", 5, 6, NULL, &z, &zlen), 0);
+	AP_CHECK_EQ_INT(ap_gzip_input(z, zlen, 5, NULL, &data, &dlen, &plain,
+				      &plen, err, sizeof err), 0);
+	AP_CHECK(data == plain && dlen == 5 && memcmp(data, "hello", 5) == 0);
+	lfree(plain, plen + 1);
+	AP_CHECK_EQ_INT(ap_gzip_input(z, zlen, 4, NULL, &data, &dlen, &plain,
+				      &plen, err, sizeof err), AP_ERANGE);
+	AP_CHECK(plain == NULL);
+	lfree(z, zlen + 1);
+}
