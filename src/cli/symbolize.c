@@ -390,7 +390,20 @@ static int attr_int(Dwarf_Die *d, int name)
 	return dwarf_attr(d, name, &a) && !dwarf_formudata(&a, &v) ? (int)v : 0;
 }
 
-/* Frames at module address a, innermost first; returns how many. */
+static bool is_function(Dwarf_Die *d)
+{
+	int tag = dwarf_tag(d);
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+/*
+ * Frames at module address a, innermost first; returns how many.
+ * dwarf_getscopes gives the innermost function scope at a; when that is an
+ * inlined instance, its physical containers (dwarf_getscopes_die) are the
+ * functions it was inlined into, each at the call_file/call_line of the
+ * instance inside it.
+ */
 static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *out)
 {
 	size_t n = 0;
@@ -403,28 +416,45 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 						   NULL, NULL);
 	Dwarf_Addr dbias;
 	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, &dbias);
-	Dwarf_Die *scopes = NULL;
-	int ns = cu ? dwarf_getscopes(cu, a - dbias, &scopes) : 0;
-	for (int i = 0; i < ns && n < MAX_INLINE; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+	Dwarf_Die *scopes = NULL, *chain = NULL;
+	int ns = cu ? dwarf_getscopes(cu, a - dbias, &scopes) : 0, nc = 0;
+	int first = 0;
+	bool own_chain = false;
+	while (first < ns && !is_function(&scopes[first]))
+		first++;
+	if (first < ns && dwarf_tag(&scopes[first]) == DW_TAG_inlined_subroutine) {
+		nc = dwarf_getscopes_die(&scopes[first], &chain);
+		own_chain = true;
+	} else if (first < ns) {
+		nc = 1;
+		chain = &scopes[first];
+	}
+	Dwarf_Die *prev = NULL; /* the inlined instance inside chain[i] */
+	for (int i = 0; i < nc && n < MAX_INLINE; i++) {
+		if (!is_function(&chain[i]))
 			continue;
-		const char *link = die_linkage(&scopes[i]);
-		bool outer = tag == DW_TAG_subprogram;
-		/* the outermost function: the ELF symbol is authoritative */
-		if (outer && symname && !link && !die_name(&scopes[i]))
+		if (prev) {
+			file = call_file(cu, prev);
+			line = attr_int(prev, DW_AT_call_line);
+			col = attr_int(prev, DW_AT_call_column);
+		}
+		bool outer = dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine;
+		const char *link = die_linkage(&chain[i]);
+		const char *plain = die_name(&chain[i]);
+		/* the outermost function: fall back on the ELF symbol */
+		if (outer && !link && !plain)
 			link = symname;
-		out[n] = (struct rawframe){display_name(link, die_name(&scopes[i])),
-					   link, file, line, col};
+		out[n] = (struct rawframe){display_name(link, plain), link, file,
+					   line, col};
 		if (!out[n].name)
 			break;
 		n++;
 		if (outer)
 			break;
-		file = call_file(cu, &scopes[i]);
-		line = attr_int(&scopes[i], DW_AT_call_line);
-		col = attr_int(&scopes[i], DW_AT_call_column);
+		prev = &chain[i];
 	}
+	if (own_chain)
+		free(chain);
 	free(scopes);
 	if (n == 0 && symname) {
 		out[0] = (struct rawframe){display_name(symname, NULL), symname,
