@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# docs/allocprof.1: renders without a single warning (groff -man -ww, and
+# man -l), documents every subcommand main.c dispatches, every long option
+# each built command's --help lists, and every ALLOCPROF_OPTIONS key the
+# runtime's option table accepts; and `cmake --install` installs it.
+set -euo pipefail
+page="$AP_SRCDIR/docs/allocprof.1"
+cli="$AP_BINDIR/allocprof"
+command -v groff > /dev/null || { echo "SKIP: groff not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -f "$page" ] || fail "no $page"
+
+groff -man -Tutf8 -ww -z "$page" > "$tmp/warn" 2>&1 || fail "groff exited $?"
+[ ! -s "$tmp/warn" ] || fail "groff warnings: $(cat "$tmp/warn")"
+if command -v man > /dev/null; then
+  MANWIDTH=80 man -l "$page" > "$tmp/rendered" 2> "$tmp/warn" || fail "man -l exited $?"
+  [ ! -s "$tmp/warn" ] || fail "man -l warnings: $(cat "$tmp/warn")"
+  grep -q '^NAME' "$tmp/rendered" || fail "rendered page has no NAME section"
+fi
+for sec in NAME SYNOPSIS DESCRIPTION COMMANDS ENVIRONMENT "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+  grep -q "^\.SH \"\\?$sec" "$page" || fail "no $sec section"
+done
+
+# Every subcommand of the dispatcher has its own subsection.
+cmds=$(sed -n 's/^[[:space:]]*{"\([a-z]*\)", ap_cmd_.*/\1/p' "$AP_SRCDIR/src/cli/main.c")
+[ -n "$cmds" ] || fail "could not read the command list from main.c"
+for c in $cmds; do
+  grep -q "^\.SS \"allocprof $c " "$page" || fail "command '$c' has no .SS section"
+done
+
+# Every long option of every command built here is documented (as \-\-opt).
+checked=0
+for c in $cmds; do
+  "$cli" "$c" --help > "$tmp/help" 2> /dev/null || continue
+  checked=$((checked + 1))
+  for opt in $(grep -o -- '--[a-z][a-z-]*' "$tmp/help" | sort -u); do
+    [ "$opt" = --help ] && continue
+    grep -qF -- "${opt//-/\\-}" "$page" ||
+      fail "'allocprof $c $opt' (from its --help) is not in the man page"
+  done
+done
+[ "$checked" -gt 0 ] || fail "no command's --help could be read"
+
+# Every runtime option key is documented under ALLOCPROF_OPTIONS.
+cfg="$AP_SRCDIR/src/preload/config.c"
+if [ -f "$cfg" ]; then
+  keys=$(sed -n 's/^[[:space:]]*{ *"\([a-z_]*\)", AP_OPT_.*/\1/p' "$cfg")
+  [ -n "$keys" ] || fail "could not read the option keys from config.c"
+  for k in $keys; do
+    grep -q "^\.BI $k= " "$page" || fail "ALLOCPROF_OPTIONS key '$k' not documented"
+  done
+fi
+
+# The install step puts the page in man1.
+if [ -f "$AP_BINDIR/cmake_install.cmake" ]; then
+  cmake --install "$AP_BINDIR" --prefix "$tmp/prefix" > /dev/null 2>&1 ||
+    fail "cmake --install failed"
+  found=$(find "$tmp/prefix" -path '*/man1/allocprof.1' | head -1)
+  [ -n "$found" ] || fail "allocprof.1 not installed under man1"
+  cmp -s "$found" "$page" || fail "installed page differs from docs/allocprof.1"
+fi
+echo "man page: ok ($checked commands' options checked)"
