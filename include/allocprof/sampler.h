@@ -250,7 +250,10 @@ AP_API void ap_bump_sync(ap_bump *b, ap_sampler *s);
  * when passthrough is on) followed by ap_sampler_sample would, and returns
  * AP_BUMP_SAMPLE (info filled) and/or AP_BUMP_REFILL. The bytes are then
  * accounted for: place them with ap_bump_place, or serve them elsewhere
- * (a dedicated block for a large object) without further calls.
+ * (a dedicated block for a large object) without further calls. If the
+ * allocation then fails (no memory for a refill), simply drop it and the
+ * sample: its trials are discarded for a reason independent of their
+ * outcomes, which keeps the stream valid (seed 003, point 4).
  */
 AP_API unsigned ap_bump_slow(ap_bump *b, ap_sampler *s, size_t size, ap_sample_info *info);
 
