@@ -108,7 +108,9 @@ AP_API void ap_sampler_config_default(ap_sampler_config *c);
 /*
  * Initialise s from c and draw the first gap. Errors: AP_EINVAL for a NULL
  * argument, rate 0 or an unknown gap/mode; AP_ERANGE for rate above
- * AP_SAMPLER_RATE_MAX. On error s is left unusable (not half-configured).
+ * AP_SAMPLER_RATE_MAX. On error (s non-NULL) s is left inert: the fast
+ * path passes everything below 2^62 bytes and ap_sampler_sample never
+ * samples: a caller that ignores the error loses its profile, nothing else.
  * R = 1 samples every non-empty allocation with probability 1 whatever the
  * gap kind or mode (records are exact, weight 1).
  */

@@ -119,9 +119,11 @@ int ap_sampler_init(ap_sampler *s, const ap_sampler_config *c)
 {
 	if (!s || !c)
 		return AP_EINVAL;
-	/* Poison first: on error, every fast-path call goes to the slow path
-	 * and nothing looks configured. */
-	*s = (ap_sampler){.bytes_until_sample = 0, .exact_min = 0};
+	/* Inert first: if configuration fails, the fast path lets everything
+	 * but absurd sizes through and the slow path samples nothing (rate 0
+	 * marks the state), so a caller that ignores the error is harmless. */
+	*s = (ap_sampler){.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX,
+			  .exact_min = UINT64_MAX, .rate = 0};
 	int rc = check_rate(c->rate);
 	if (rc != 0)
 		return rc;
@@ -235,8 +237,8 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
 	*out = (ap_sample_info){.size = z, .offset = 0, .count = 0,
 			       .prob = ap_sampler_prob(s, z), .weight = 0.0,
 			       .exact = false};
-	if (z == 0)
-		return; /* no bytes, no trials, never sampled */
+	if (z == 0 || s->rate == 0)
+		return; /* no bytes, no trials: never sampled; or s not initialised */
 	if (s->rate == 1 || (s->passthrough && z >= s->exact_min)) {
 		/* Recorded with probability 1 and no trials consumed: skipping
 		 * trials chosen by size alone is independent of their outcomes.

@@ -67,6 +67,15 @@ AP_TEST(bad_arguments_are_rejected)
 	c.gap = AP_GAP_GEOMETRIC;
 	c.mode = (ap_sample_mode)-1;
 	AP_CHECK_EQ_INT(ap_sampler_init(&s, &c), AP_EINVAL);
+	/* A failed init leaves an inert sampler, never a weight of 1/0. */
+	c.rate = 0;
+	AP_CHECK_EQ_INT(ap_sampler_init(&s, &c), AP_EINVAL);
+	AP_CHECK(!ap_sampler_should_sample_pt(&s, 1u << 30));
+	AP_CHECK(ap_sampler_should_sample(&s, SIZE_MAX));
+	ap_sample_info info;
+	ap_sampler_sample(&s, SIZE_MAX, &info);
+	AP_CHECK_EQ_U64(info.count, 0);
+	AP_CHECK(info.weight == 0.0);
 	AP_CHECK_EQ_INT(ap_sampler_set_rate(NULL, 10), AP_EINVAL);
 	AP_CHECK(isnan(ap_sampler_prob(NULL, 10)));
 	AP_CHECK_EQ_U64(ap_sampler_exact_threshold(0, AP_GAP_GEOMETRIC), 0);
