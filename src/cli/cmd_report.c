@@ -280,7 +280,9 @@ static void fmt_value(const char *name, uint64_t v, char *buf, size_t n)
 {
 	if (strstr(name, "_ns")) {
 		double s = (double)v * 1e-9;
-		if (s < 1e-3)
+		if (s < 1e-6)
+			snprintf(buf, n, "%.0f ns", s * 1e9);
+		else if (s < 1e-3)
 			snprintf(buf, n, "%.1f us", s * 1e6);
 		else if (s < 1)
 			snprintf(buf, n, "%.1f ms", s * 1e3);
