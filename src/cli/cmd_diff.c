@@ -38,8 +38,9 @@ static const char diff_usage[] =
 	"is significant at level L. The last line is the change of the total.\n"
 	"\n"
 	"How the interval is computed (the profiles are independent samples):\n"
-	"  - both sides with 30 or more samples: normal interval, the HT\n"
-	"    variance estimates of the two sides add;\n"
+	"  - both sides with %d or more samples (where report switches to\n"
+	"    the normal interval): normal interval, the HT variance\n"
+	"    estimates of the two sides add;\n"
 	"  - otherwise: each side's exact interval (negative binomial, as in\n"
 	"    'allocprof report') at level sqrt(L), combined as\n"
 	"    [lo_new - hi_base, hi_new - lo_base]; both cover at once with\n"
@@ -49,7 +50,7 @@ static const char diff_usage[] =
 	"    much without being sampled);\n"
 	"  - profiles recorded at rate 1 are exact: the change has no error.\n"
 	"Among many sites about (1-L) of unchanged ones are still flagged by\n"
-	"chance: at 95%, expect 1 false '*' in 20 unchanged sites.\n"
+	"chance: at 95%%, expect 1 false '*' in 20 unchanged sites.\n"
 	"\n"
 	"  --inuse         bytes still allocated at the dump (default)\n"
 	"  --alloc         all bytes allocated over the run\n"
@@ -405,7 +406,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 	int c, rc;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (c == 'h' || c == VC_OPT_HELP) {
-			fputs(diff_usage, stdout);
+			printf(diff_usage, AP_NB_MAX_SAMPLES);
 			return AP_EXIT_OK;
 		} else if (c == OPT_SIG) {
 			a->only_sig = true;

@@ -19,7 +19,7 @@
  *  - the total line (one per replication): at most 8 of 60 (P = 0.006
  *    under Binomial(60, 0.05)).
  * Alternative: NEW doubles one many-sample site's allocations (a change of
- * 10 MB against a difference sd of ~1.4 MB, z ~ 7): flagged in every
+ * 30 MB against a difference sd of ~2.4 MB, z ~ 12): flagged in every
  * replication, and its change interval misses the true change in at most 2
  * of 5 (P(>= 3 misses) ~ 0.001 under Binomial(5, 0.05)).
  * The sites' comparisons are independent: per-byte sampling makes the
@@ -39,14 +39,15 @@
 enum { NMANY = 20, NFEW = 20, NSITES = NMANY + NFEW, REPS = 60, ALT_REPS = 5 };
 #define RATE 65536
 
-/* Site s: its allocation size and count. Many-sample sites allocate ~10 MB
- * (~150 samples at R = 64 KiB); few-sample ones ~260 KB (~4 samples). */
+/* Site s: its allocation size and count. Many-sample sites allocate ~30 MB
+ * (~470 samples at R = 64 KiB, far above AP_NB_MAX_SAMPLES); few-sample
+ * ones ~260 KB (~4 samples). */
 static void site_stream(int s, uint64_t *size, uint64_t *count)
 {
 	static const uint64_t sizes[] = {24, 256, 1024, 4096, 100};
 	*size = sizes[s % 5];
 	if (s < NMANY)
-		*count = 10240000 / *size;
+		*count = 30720000 / *size;
 	else
 		*count = 262144 / *size;
 }
@@ -275,7 +276,7 @@ AP_TEST(independent_runs_of_one_program_flag_about_5_percent)
 	printf("# false alarms: many-sample %d/%g, few-sample %d/%d, total "
 	       "%d/%d\n",
 	       fp_many, n, fp_few, NFEW * REPS, fp_total, REPS);
-	/* The design puts many-sample sites in the normal regime (>= 30
+	/* The design puts many-sample sites in the normal regime (>= 100
 	 * samples) and few-sample ones in the combined one. */
 	AP_CHECK_EQ_INT(combined_many, 0);
 	AP_CHECK_EQ_INT(normal_few, 0);
@@ -295,7 +296,7 @@ AP_TEST(a_doubled_site_is_flagged_and_its_change_covered)
 	char base[64], nw[64];
 	snprintf(base, sizeof base, "%s/base.pb.gz", d2);
 	snprintf(nw, sizeof nw, "%s/new.pb.gz", d2);
-	const int target = 2; /* 1024-byte allocations, 10000 of them */
+	const int target = 2; /* 1024-byte allocations, 30000 of them */
 	uint64_t size, count;
 	site_stream(target, &size, &count);
 	double truth = (double)(size * count);

@@ -38,7 +38,8 @@ AP_TEST(exact_sides_give_the_exact_change)
 AP_TEST(many_samples_add_the_variances)
 {
 	/* sd of the difference = sqrt(100 + 300) = 20; z(0.975) = 1.95996. */
-	vu_side b = side(1000, 100, 40, 0, 0), n = side(1100, 300, 50, 0, 0);
+	vu_side b = side(1000, 100, AP_NB_MAX_SAMPLES, 0, 0),
+		n = side(1100, 300, AP_NB_MAX_SAMPLES + 50, 0, 0);
 	vu_diff d;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
 	AP_CHECK_EQ_INT(d.method, VU_NORMAL);
@@ -58,8 +59,8 @@ AP_TEST(many_samples_add_the_variances)
 
 AP_TEST(few_samples_combine_the_exact_intervals_conservatively)
 {
-	vu_side b = side(1000, 1e5, 3, 400, 2500), n = side(5000, 1e6, 29, 3500,
-							     7000);
+	vu_side b = side(1000, 1e5, 3, 400, 2500),
+		n = side(5000, 1e6, AP_NB_MAX_SAMPLES - 1, 3500, 7000);
 	vu_diff d;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
 	AP_CHECK_EQ_INT(d.method, VU_COMBINED);
@@ -72,7 +73,7 @@ AP_TEST(few_samples_combine_the_exact_intervals_conservatively)
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
 	AP_CHECK(!d.significant);
 	/* One side with many samples still combines while the other has few. */
-	b.samples = 1000;
+	b.samples = 10 * AP_NB_MAX_SAMPLES;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
 	AP_CHECK_EQ_INT(d.method, VU_COMBINED);
 }
@@ -99,7 +100,8 @@ AP_TEST(the_point_estimate_stays_inside_the_interval)
 
 AP_TEST(bad_levels_and_nan_inputs_are_rejected)
 {
-	vu_side b = side(1, 1, 50, 0, 2), n = side(2, 1, 50, 0, 3);
+	vu_side b = side(1, 1, AP_NB_MAX_SAMPLES, 0, 2),
+		n = side(2, 1, AP_NB_MAX_SAMPLES, 0, 3);
 	vu_diff d;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0, &d), AP_EINVAL);
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 1, &d), AP_EINVAL);
