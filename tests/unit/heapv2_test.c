@@ -505,23 +505,44 @@ AP_TEST(allocation_failure_at_every_point)
 }
 
 /*
- * The file jeprof reads in pprof_tools_test.sh: two stacks with unbiased
- * in-use totals 10485760 + 512000 = 10997760 bytes and 510 objects,
- * allocated totals 12533760 bytes and 2010 objects.
+ * The file jeprof reads in pprof_tools_test.sh: HT values of two stacks
+ * (1 KiB and 1 MiB allocations), as a real allocprof profile has. Prints
+ * the totals jeprof must show and the relative tolerance check_line's
+ * rounding argument allows for them (the worst line's bound).
  */
 AP_TEST(integration_hook_write_sample)
 {
 	const char *path = getenv("AP_WRITE_SAMPLE_HEAPV2");
 	if (!path)
 		return;
-	const int64_t v[2][4] = { { 2000, 2048000, 500, 512000 },
-				  { 10, 10485760, 10, 10485760 } };
+	int64_t v[2][4];
+	ht(300, 1024, &v[0][0], &v[0][1]);
+	ht(100, 1024, &v[0][2], &v[0][3]);
+	ht(200, 1048576, &v[1][0], &v[1][1]);
+	ht(150, 1048576, &v[1][2], &v[1][3]);
 	ap_profile *p = make_heap(v, 2);
 	AP_CHECK(p != NULL);
 	char *txt;
 	size_t len;
 	AP_CHECK_EQ_INT(ap_heapv2_encode(p, NULL, NULL, &txt, &len), 0);
 	AP_CHECK_EQ_INT(write_bytes(path, txt, len), 0);
+	double tol = 0;
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 4; k += 2) {
+			uint64_t c, sb;
+			double f = -expm1(-((double)v[i][k + 1] /
+					    (double)v[i][k]) / R);
+			AP_CHECK_EQ_INT(ap_jeprof_transform((double)v[i][k],
+				(double)v[i][k + 1], R, &c, &sb), 0);
+			double c_star = (double)v[i][k] * f;
+			double rel = fabs((double)c - c_star) / c_star +
+				     0.5 / (double)sb;
+			tol = rel > tol ? rel : tol;
+		}
+	printf("expect alloc_objects=%lld alloc_space=%lld inuse_objects=%lld "
+	       "inuse_space=%lld tol=%.9f\n", (long long)(v[0][0] + v[1][0]),
+	       (long long)(v[0][1] + v[1][1]), (long long)(v[0][2] + v[1][2]),
+	       (long long)(v[0][3] + v[1][3]), tol);
 	lfree(txt, len + 1);
 	ap_profile_destroy(p);
 }

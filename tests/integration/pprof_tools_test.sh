@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# pprof_tools_test.sh: the profiles allocprof writes are read correctly by
+# the tools users open them with, and allocprof reads what those tools write.
+#
+#  - go tool pprof (Debian golang-go) reads allocprof's pprof output: the
+#    functions and values of a known profile show up in -raw and -top;
+#    allocprof decodes pprof's own re-encoding (-proto) and a real Go heap
+#    profile written by runtime/pprof.
+#  - jeprof (Debian libjemalloc-dev) reads allocprof's heap_v2 output and
+#    prints the unbiased totals, within the rounding bound the writer states.
+#
+# The profiles come from the unit test binaries' hooks
+# (AP_WRITE_SAMPLE_PROFILE, AP_WRITE_SAMPLE_HEAPV2, AP_READ_PROFILE), since
+# helper programs here are built without liballocprof. Exit 77 when neither
+# tool is installed; a missing single tool skips only its half.
+set -euo pipefail
+
+bindir=${AP_BINDIR:?AP_BINDIR must point at the build directory}
+pprof_test=$bindir/tests/unit_pprof_test
+heapv2_test=$bindir/tests/unit_heapv2_test
+for t in "$pprof_test" "$heapv2_test"; do
+	[[ -x $t ]] || { echo "FAIL: $t not built"; exit 1; }
+done
+
+have_go=0 have_jeprof=0
+command -v go >/dev/null 2>&1 && have_go=1
+command -v jeprof >/dev/null 2>&1 && have_jeprof=1
+if ((!have_go && !have_jeprof)); then
+	echo "SKIP: neither go nor jeprof is installed"
+	exit 77
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# expect NAME TEXT PATTERN: the fixed string PATTERN occurs in TEXT.
+expect() {
+	if grep -qF -- "$3" <<<"$2"; then
+		echo "ok   $1"
+	else
+		fail "$1: missing \"$3\" in:"
+		printf '%s\n' "$2" | sed 's/^/    /' | head -30
+	fi
+}
+
+# ---- go tool pprof ---------------------------------------------------------
+if ((have_go)); then
+	# Keep go off the network and out of the user's home.
+	export HOME=$tmp/home GOCACHE=$tmp/gocache GOPATH=$tmp/gopath
+	export GOTOOLCHAIN=local GOPROXY=off GOFLAGS= GO111MODULE=auto
+	mkdir -p "$HOME"
+	prof=$tmp/sample.pb.gz
+	AP_WRITE_SAMPLE_PROFILE=$prof "$pprof_test" integration_hooks >/dev/null
+	gp() { timeout 120 go tool pprof "$@" 2>&1; }
+
+	raw=$(gp -raw "$prof")
+	expect "pprof -raw names the functions" "$raw" "parse_config demo.c:20"
+	expect "pprof -raw sees the mapping" "$raw" "/usr/bin/fmt_demo"
+	expect "pprof -raw values of stack 1" "$raw" \
+		"2000    2048000        500     512000"
+	expect "pprof -raw size label" "$raw" "bytes:[1048576 bytes]"
+
+	top=$(gp -top -unit=bytes -sample_index=inuse_space "$prof")
+	expect "pprof -top inuse total" "$top" "10997760B total"
+	expect "pprof -top inuse load_index" "$top" "10485760B 95.34%  load_index"
+	top=$(gp -top -sample_index=alloc_objects "$prof")
+	expect "pprof -top alloc_objects total" "$top" "2010 total"
+	top=$(gp -top -unit=bytes -sample_index=alloc_space "$prof")
+	expect "pprof -top alloc_space total" "$top" "12533760B total"
+
+	# pprof's own encoding of the same profile decodes to the same sums.
+	gp -proto "$prof" >"$tmp/reencoded.pb.gz"
+	out=$(AP_READ_PROFILE=$tmp/reencoded.pb.gz "$pprof_test" integration_hooks)
+	expect "decode pprof's re-encoding" "$out" \
+		"decoded samples=2 functions=4 alloc_objects=2010 alloc_space=12533760 inuse_objects=510 inuse_space=10997760"
+
+	# A real Go heap profile: 2000 live 4 KiB slices, every one recorded.
+	mkdir -p "$tmp/goheap"
+	cat >"$tmp/goheap/main.go" <<'EOF'
+package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/pprof"
+)
+
+var keep [][]byte
+
+func grow() {
+	for i := 0; i < 2000; i++ {
+		keep = append(keep, make([]byte, 4096))
+	}
+}
+
+func main() {
+	runtime.MemProfileRate = 1
+	grow()
+	runtime.GC()
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		panic(err)
+	}
+	f.Close()
+}
+EOF
+	if (cd "$tmp/goheap" && timeout 300 go run main.go "$tmp/go.pb.gz"); then
+		out=$(AP_READ_PROFILE=$tmp/go.pb.gz "$pprof_test" integration_hooks)
+		inuse=$(sed -n 's/.* inuse_space=\([0-9]*\).*/\1/p' <<<"$out")
+		if [[ -n $inuse ]] && ((inuse >= 2000 * 4096)); then
+			echo "ok   decode a Go heap profile (inuse_space=$inuse)"
+		else
+			fail "decode a Go heap profile: $out"
+		fi
+	else
+		fail "go run could not build the Go heap profile writer"
+	fi
+else
+	echo "SKIP go tool pprof half: go is not installed"
+fi
+
+# ---- jeprof ----------------------------------------------------------------
+if ((have_jeprof)); then
+	heap=$tmp/sample.heapv2
+	line=$(AP_WRITE_SAMPLE_HEAPV2=$heap "$heapv2_test" \
+		integration_hook_write_sample | grep '^expect ')
+	val() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	tol=$(val tol)
+	# jeprof needs a program argument; /bin/true stands in (addresses
+	# stay unsymbolized, the totals do not depend on them).
+	for col in inuse_space alloc_space inuse_objects alloc_objects; do
+		out=$(timeout 120 jeprof --text --show_bytes --$col /bin/true \
+			"$heap" 2>/dev/null)
+		got=$(sed -n 's/^Total: \([0-9]*\).*/\1/p' <<<"$out")
+		want=$(val $col)
+		if [[ -n $got ]] && awk -v g="$got" -v w="$want" -v t="$tol" \
+			'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= t * w + 1) }'; then
+			echo "ok   jeprof --$col total $got (unbiased $want, tol $tol)"
+		else
+			fail "jeprof --$col: got '$got', want $want within $tol"
+			printf '%s\n' "$out" | head -10
+		fi
+	done
+	# Callers come back as the addresses allocprof stored (raw - 1).
+	out=$(timeout 120 jeprof --text --show_bytes /bin/true "$heap" 2>/dev/null)
+	expect "jeprof subtracts 1 from callers" "$out" "0x0000000000402fff"
+	expect "jeprof keeps the leaf raw" "$out" "0x0000000000401010"
+else
+	echo "SKIP jeprof half: jeprof is not installed"
+fi
+
+if ((failures)); then
+	echo "$failures check(s) failed"
+	exit 1
+fi
+echo "all checks passed"
