@@ -37,7 +37,7 @@ static bool valid_amount(double v)
 static void set_nan(ap_interval *out)
 {
 	if (out)
-		out->estimate = out->lo = out->hi = NAN;
+		out->estimate = out->lo = out->hi = (double)NAN;
 }
 
 /* ---- sampling probability -------------------------------------------- */
@@ -49,7 +49,7 @@ static void set_nan(ap_interval *out)
 double ap_prob_sampled(uint64_t size, double rate)
 {
 	if (!valid_rate(rate))
-		return NAN;
+		return (double)NAN;
 	if (size == 0)
 		return 0.0;
 	if (rate == 1)
@@ -60,7 +60,7 @@ double ap_prob_sampled(uint64_t size, double rate)
 double ap_prob_sampled_exp(uint64_t size, double rate)
 {
 	if (!valid_rate(rate))
-		return NAN;
+		return (double)NAN;
 	return -expm1(-(double)size / rate);
 }
 
@@ -68,7 +68,7 @@ double ap_prob_sampled_exp(uint64_t size, double rate)
 double ap_ht_var_exact(uint64_t size, double rate)
 {
 	if (!valid_rate(rate))
-		return NAN;
+		return (double)NAN;
 	if (size == 0 || rate == 1)
 		return 0.0;
 	double lq = (double)size * log1p(-1.0 / rate);
@@ -129,7 +129,7 @@ static bool valid_nb(double s, double p)
 double ap_negbin_cdf(double failures, double s, double p)
 {
 	if (!valid_nb(s, p) || isnan(failures))
-		return NAN;
+		return (double)NAN;
 	if (failures < 0)
 		return 0.0;
 	if (isinf(failures))
@@ -147,7 +147,7 @@ double ap_negbin_cdf(double failures, double s, double p)
 double ap_negbin_cdf_camp_paulson(double failures, double s, double p)
 {
 	if (!valid_nb(s, p) || isnan(failures))
-		return NAN;
+		return (double)NAN;
 	if (failures < 0)
 		return 0.0;
 	if (isinf(failures) || p == 1)
@@ -165,7 +165,7 @@ double ap_negbin_cdf_camp_paulson(double failures, double s, double p)
 int ap_negbin_quantile(double q, double s, double p, double *failures)
 {
 	if (failures)
-		*failures = NAN;
+		*failures = (double)NAN;
 	if (!failures || !valid_nb(s, p) || !(q >= 0) || !(q < 1))
 		return AP_EINVAL;
 	double c0 = ap_negbin_cdf(0, s, p);
@@ -333,9 +333,9 @@ int ap_bytes_interval(uint64_t samples, double u, double rate,
 int ap_poisson_interval(uint64_t k, double level, double *lo, double *hi)
 {
 	if (lo)
-		*lo = NAN;
+		*lo = (double)NAN;
 	if (hi)
-		*hi = NAN;
+		*hi = (double)NAN;
 	if (!lo || !hi || !valid_level(level))
 		return AP_EINVAL;
 	double tail = 0.5 * (1.0 - level);
@@ -382,7 +382,7 @@ int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
 double ap_count_estimate(uint64_t count, double rate)
 {
 	if (!valid_rate(rate))
-		return NAN;
+		return (double)NAN;
 	return (double)count * rate;
 }
 

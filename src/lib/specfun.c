@@ -107,7 +107,7 @@ static double lentz(double b0, cf_term_fn term, const void *ctx)
 		if (fabs(delta - 1.0) < CF_EPS)
 			return f;
 	}
-	return NAN;
+	return (double)NAN;
 }
 
 /* ---- incomplete beta -------------------------------------------------- */
@@ -197,7 +197,7 @@ double ap_betainc(double a, double b, double x)
 {
 	if (!(a > 0) || !(b > 0) || !(x >= 0) || !(x <= 1) || isinf(a) ||
 	    isinf(b))
-		return NAN;
+		return (double)NAN;
 	if (x == 0)
 		return 0.0;
 	if (x == 1)
@@ -228,7 +228,7 @@ static void gamma_term(const void *ctx, int m, double *num, double *den)
 double specfun_gammainc(double a, double x, bool upper)
 {
 	if (!(a > 0) || !(x >= 0) || isinf(a))
-		return NAN;
+		return (double)NAN;
 	if (x == 0)
 		return upper ? 1.0 : 0.0;
 	if (isinf(x))
@@ -254,7 +254,7 @@ double specfun_gammainc(double a, double x, bool upper)
 double specfun_gamma_quantile(double a, double target, bool upper)
 {
 	if (!(a > 0) || isinf(a) || !(target > 0) || !(target < 1))
-		return NAN;
+		return (double)NAN;
 	/*
 	 * Bracket by doubling or halving from x = a + 1, so that lo >= hi / 2,
 	 * then bisect. P(a, x) rises in x; solve in the tail the caller names
@@ -263,14 +263,14 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 	double lo = a + 1, hi = a + 1;
 	double v = specfun_gammainc(a, lo, upper);
 	if (isnan(v))
-		return NAN;
+		return (double)NAN;
 	bool below = upper ? v > target : v < target; /* x too small */
 	while ((upper ? v > target : v < target) == below) {
 		if (below) {
 			lo = hi;
 			hi *= 2;
 			if (isinf(hi))
-				return NAN;
+				return (double)NAN;
 			v = specfun_gammainc(a, hi, upper);
 		} else {
 			hi = lo;
@@ -280,7 +280,7 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 			v = specfun_gammainc(a, lo, upper);
 		}
 		if (isnan(v))
-			return NAN;
+			return (double)NAN;
 	}
 	for (int i = 0; i < 200 && hi - lo > 1e-14 * hi; i++) {
 		double mid = 0.5 * (lo + hi);
@@ -298,18 +298,18 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 double ap_normal_cdf(double x)
 {
 	if (isnan(x))
-		return NAN;
+		return (double)NAN;
 	return 0.5 * erfc(-x / M_SQRT2);
 }
 
 double ap_normal_quantile(double p)
 {
 	if (isnan(p) || p < 0 || p > 1)
-		return NAN;
+		return (double)NAN;
 	if (p == 0)
-		return -INFINITY;
+		return -(double)INFINITY;
 	if (p == 1)
-		return INFINITY;
+		return (double)INFINITY;
 	/* Work in the lower tail, where Phi keeps relative precision. */
 	bool flip = p > 0.5;
 	double t = flip ? 1.0 - p : p;

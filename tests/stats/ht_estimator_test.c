@@ -193,7 +193,7 @@ static double exact_coverage_one_size(uint64_t z, size_t n, double rate)
 		if (ap_ht_interval((double)k * zd / pi,
 				   (double)k * (1 - pi) * zd * zd / (pi * pi),
 				   0.95, &iv))
-			return NAN;
+			return (double)NAN;
 		eligible += pk;
 		if (iv.lo <= truth && truth <= iv.hi)
 			cov += pk;

@@ -42,10 +42,10 @@ AP_TEST(prob_sampled_edges)
 	AP_CHECK(isnan(ap_prob_sampled(10, 0.5)));
 	AP_CHECK(isnan(ap_prob_sampled(10, 0)));
 	AP_CHECK(isnan(ap_prob_sampled(10, -3)));
-	AP_CHECK(isnan(ap_prob_sampled(10, NAN)));
+	AP_CHECK(isnan(ap_prob_sampled(10, (double)NAN)));
 	AP_CHECK(isnan(ap_prob_sampled(10, HUGE_VAL)));
 	AP_CHECK(isnan(ap_prob_sampled_exp(10, 0.5)));
-	AP_CHECK(isnan(ap_prob_sampled_exp(10, NAN)));
+	AP_CHECK(isnan(ap_prob_sampled_exp(10, (double)NAN)));
 }
 
 /* Seed 000: ~R Z for Z << R, ~Z^2 at Z = R ln 2, -> 0 for Z >> R. */
@@ -60,7 +60,7 @@ AP_TEST(ht_var_exact_follows_the_seed_asymptotics)
 	AP_CHECK(ap_ht_var_exact(0, r) == 0);
 	AP_CHECK(ap_ht_var_exact(12345, 1) == 0);
 	AP_CHECK(isnan(ap_ht_var_exact(16, 0.5)));
-	AP_CHECK(isnan(ap_ht_var_exact(16, NAN)));
+	AP_CHECK(isnan(ap_ht_var_exact(16, (double)NAN)));
 }
 
 AP_TEST(ht_add_weights_by_inverse_probability)
@@ -82,9 +82,9 @@ AP_TEST(ht_add_ignores_invalid_records)
 	ap_ht_add(&acc, 100, 0);
 	ap_ht_add(&acc, 100, -0.5);
 	ap_ht_add(&acc, 100, 1.5);
-	ap_ht_add(&acc, 100, NAN);
+	ap_ht_add(&acc, 100, (double)NAN);
 	ap_ht_add(&acc, -1, 0.5);
-	ap_ht_add(&acc, NAN, 0.5);
+	ap_ht_add(&acc, (double)NAN, 0.5);
 	ap_ht_add(&acc, HUGE_VAL, 0.5);
 	ap_ht_add(NULL, 100, 0.5);
 	AP_CHECK(acc.bytes == 0 && acc.objects == 0 && acc.var_bytes == 0);
@@ -128,8 +128,8 @@ AP_TEST(ht_interval_rejects_invalid_input)
 {
 	ap_interval iv;
 	static const double bad[][3] = {
-		{1, 1, 0},   {1, 1, 1},   {1, 1, -0.5}, {1, 1, NAN},
-		{-1, 1, .9}, {1, -1, .9}, {NAN, 1, .9}, {1, NAN, .9},
+		{1, 1, 0},   {1, 1, 1},   {1, 1, -0.5}, {1, 1, (double)NAN},
+		{-1, 1, .9}, {1, -1, .9}, {(double)NAN, 1, .9}, {1, (double)NAN, .9},
 		{HUGE_VAL, 1, .9}, {1, HUGE_VAL, .9},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -227,20 +227,20 @@ AP_TEST(nb_interval_rejects_invalid_input)
 	AP_CHECK(isnan(iv.lo));
 	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 0, 0.95, false, false, &iv),
 			AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, NAN, 0.95, false, false, &iv),
+	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, (double)NAN, 0.95, false, false, &iv),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, HUGE_VAL, 0.95, false, false,
 				       &iv),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_nb_interval(3, -1, 1024, 0.95, false, false, &iv),
 			AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_nb_interval(3, NAN, 1024, 0.95, false, false, &iv),
+	AP_CHECK_EQ_INT(ap_nb_interval(3, (double)NAN, 1024, 0.95, false, false, &iv),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 1024, 1, false, false, &iv),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 1024, 0, false, false, &iv),
 			AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 1024, NAN, false, false, &iv),
+	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 1024, (double)NAN, false, false, &iv),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_nb_interval(3, 30, 1024, 0.9, false, false, NULL),
 			AP_EINVAL);
@@ -299,7 +299,7 @@ static double convolved_quantile(int s1, double r1, int s2, double r2,
 		if (cdf >= q)
 			return t;
 	}
-	return NAN;
+	return (double)NAN;
 }
 
 /*
@@ -355,7 +355,7 @@ AP_TEST(bytes_interval_switches_from_nb_to_ht)
 	AP_CHECK_EQ_INT(ap_bytes_interval(2, 50, 0, 2e5, 1e10, 0.95, &iv, &nb),
 			0);
 	AP_CHECK(!nb);
-	AP_CHECK_EQ_INT(ap_bytes_interval(2, 50, 102400, NAN, 1e10, 0.95, &iv,
+	AP_CHECK_EQ_INT(ap_bytes_interval(2, 50, 102400, (double)NAN, 1e10, 0.95, &iv,
 					  NULL),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_bytes_interval(2, 50, 0.5, 1e5, 1e10, 0.95, &iv,
@@ -389,7 +389,7 @@ AP_TEST(poisson_interval_rejects_invalid_level)
 	AP_CHECK_EQ_INT(ap_poisson_interval(3, 1, &lo, &hi), AP_EINVAL);
 	AP_CHECK(isnan(lo) && isnan(hi));
 	AP_CHECK_EQ_INT(ap_poisson_interval(3, 0, &lo, &hi), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_poisson_interval(3, NAN, &lo, &hi), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_poisson_interval(3, (double)NAN, &lo, &hi), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_poisson_interval(3, 0.9, NULL, &hi), AP_EINVAL);
 }
 
@@ -417,7 +417,7 @@ AP_TEST(count_estimate_is_count_times_rate)
 	AP_CHECK(ap_count_estimate(3, 4096) == 3 * 4096.0);
 	AP_CHECK(ap_count_estimate(0, 4096) == 0);
 	AP_CHECK(isnan(ap_count_estimate(3, 0.5)));
-	AP_CHECK(isnan(ap_count_estimate(3, NAN)));
+	AP_CHECK(isnan(ap_count_estimate(3, (double)NAN)));
 }
 
 /* What jeprof prints for a heap_v2 line (count c, bytes s) at rate R. */
@@ -488,7 +488,7 @@ AP_TEST(jeprof_transform_edges)
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_jeprof_transform(-1, 100, 524288, &c, &s),
 			AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_jeprof_transform(1, NAN, 524288, &c, &s), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_jeprof_transform(1, (double)NAN, 524288, &c, &s), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_jeprof_transform(1, HUGE_VAL, 524288, &c, &s),
 			AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_jeprof_transform(1, 100, 0.5, &c, &s), AP_EINVAL);
