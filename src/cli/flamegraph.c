@@ -387,6 +387,8 @@ struct fg_layout {
 	uint32_t *kids;
 	double *x; /* left edge of each node, in bytes from the left */
 	uint32_t *out_index; /* emitted index, UINT32_MAX = omitted */
+	double *lo, *hi;     /* tooltip interval per node, once computed */
+	signed char *iv;     /* 0 not yet, 1 computed, -1 none available */
 };
 
 static const ap_fg *sort_graph; /* qsort has no context argument */
@@ -404,6 +406,9 @@ static void layout_free(struct fg_layout *l)
 	free(l->kids);
 	free(l->x);
 	free(l->out_index);
+	free(l->lo);
+	free(l->hi);
+	free(l->iv);
 }
 
 static int layout_build(const ap_fg *g, struct fg_layout *l)
@@ -413,7 +418,11 @@ static int layout_build(const ap_fg *g, struct fg_layout *l)
 	l->kids = calloc(n, sizeof *l->kids);
 	l->x = calloc(n, sizeof *l->x);
 	l->out_index = calloc(n, sizeof *l->out_index);
-	if (!l->start || !l->kids || !l->x || !l->out_index) {
+	l->lo = calloc(n, sizeof *l->lo);
+	l->hi = calloc(n, sizeof *l->hi);
+	l->iv = calloc(n, sizeof *l->iv);
+	if (!l->start || !l->kids || !l->x || !l->out_index || !l->lo ||
+	    !l->hi || !l->iv) {
 		layout_free(l);
 		errno = ENOMEM;
 		return -1;
@@ -590,8 +599,36 @@ static void write_header(const ap_fg *g, const ap_fg_options *o, unsigned w,
 		w - FG_PAD, h - 10);
 }
 
-static void write_tooltip(const ap_fg *g, const ap_fg_options *o, size_t i,
-			  FILE *out)
+/*
+ * Node i's interval, computed once. A frame whose summed payload is
+ * bitwise the same as its parent's (a caller with one callee and no
+ * allocations of its own: long chains of them are the norm) reuses the
+ * parent's, which is already known because parents are written first. This
+ * spares most of the special-function work of exact intervals.
+ */
+static bool node_interval(const ap_fg *g, const ap_fg_options *o,
+			  struct fg_layout *l, size_t i, double *lo, double *hi)
+{
+	if (!l->iv[i]) {
+		const unsigned char *pl = g->payloads + i * g->psize;
+		uint32_t par = g->nodes[i].parent;
+		if (i && l->iv[par] &&
+		    !memcmp(pl, g->payloads + par * g->psize, g->psize)) {
+			l->iv[i] = l->iv[par];
+			l->lo[i] = l->lo[par];
+			l->hi[i] = l->hi[par];
+		} else {
+			l->iv[i] = o->interval(o->interval_ctx, pl, &l->lo[i],
+					       &l->hi[i]) ? -1 : 1;
+		}
+	}
+	*lo = l->lo[i];
+	*hi = l->hi[i];
+	return l->iv[i] > 0;
+}
+
+static void write_tooltip(const ap_fg *g, const ap_fg_options *o,
+			  struct fg_layout *l, size_t i, FILE *out)
 {
 	const struct fg_node *nd = &g->nodes[i];
 	char b[32], lo_s[32], hi_s[32];
@@ -603,8 +640,7 @@ static void write_tooltip(const ap_fg *g, const ap_fg_options *o, size_t i,
 		o->unit_label ? o->unit_label : "", nd->bytes,
 		total > 0 ? 100.0 * nd->bytes / total : 0.0);
 	double lo, hi;
-	if (o->interval && g->psize &&
-	    !o->interval(o->interval_ctx, g->payloads + i * g->psize, &lo, &hi)) {
+	if (o->interval && g->psize && node_interval(g, o, l, i, &lo, &hi)) {
 		ap_fg_format_bytes(lo, lo_s, sizeof lo_s);
 		ap_fg_format_bytes(hi, hi_s, sizeof hi_s);
 		fprintf(out, "&#10;%g%% interval [%s, %s]", 100.0 * o->level,
@@ -679,7 +715,7 @@ int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
 			nd->bytes);
 		ap_fg_xml_escape(out, g->names[nd->name], 0);
 		fputs("\">", out);
-		write_tooltip(g, &o, i, out);
+		write_tooltip(g, &o, &l, i, out);
 		fprintf(out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
 			     "height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/>",
 			px, y, pw, FG_FRAME_H - 1, fill);
