@@ -186,6 +186,7 @@ struct hv_view {
 	hv_stat total;
 	hv_site *stacks, *sites;
 	size_t nstacks, nsites;
+	bool *site_done, *stack_done; /* intervals finished (lazily) */
 	hv_frame *lframes; /* frames of every location, in profile order */
 	size_t nlframes;
 	signed char *hit_focus, *hit_ignore; /* per lframe: -1 unknown, 0, 1 */
@@ -700,10 +701,14 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	}
 	if ((rc = add_samples(&b)))
 		goto done;
-	for (size_t i = 0; i < v->nstacks; i++)
-		hv_stat_finish(&v->stacks[i].stat, o->level);
-	for (size_t i = 0; i < v->nsites; i++)
-		hv_stat_finish(&v->sites[i].stat, o->level);
+	/* sites' and stacks' intervals are finished on first access: exact NB
+	 * intervals cost special functions, and reports show few of them */
+	v->site_done = calloc(v->nsites + 1, 1);
+	v->stack_done = calloc(v->nstacks + 1, 1);
+	if (!v->site_done || !v->stack_done) {
+		rc = fail(&b, AP_ENOMEM, "out of memory");
+		goto done;
+	}
 	hv_stat_finish(&v->total, o->level);
 	qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
 	qsort(v->stacks, v->nstacks, sizeof *v->stacks, by_name);
@@ -736,6 +741,8 @@ void hv_destroy(hv_view *v)
 		free((void *)v->stacks[i].stack);
 	free(v->stacks);
 	free(v->sites);
+	free(v->site_done);
+	free(v->stack_done);
 	free(v->lframes);
 	free(v->hit_focus);
 	free(v->hit_ignore);
@@ -748,9 +755,30 @@ void hv_destroy(hv_view *v)
 
 const hv_stat *hv_total(const hv_view *v) { return &v->total; }
 size_t hv_nsites(const hv_view *v) { return v->nsites; }
-const hv_site *hv_site_at(const hv_view *v, size_t i) { return i < v->nsites ? &v->sites[i] : NULL; }
+/* Finish an interval on first access (the view is ours to update: it was
+ * allocated non-const by hv_build). */
+static const hv_site *finished(const hv_view *cv, hv_site *s, bool *done)
+{
+	if (!*done) {
+		hv_stat_finish(&s->stat, cv->opt.level);
+		*done = true;
+	}
+	return s;
+}
+
+const hv_site *hv_site_at(const hv_view *v, size_t i)
+{
+	hv_view *w = (hv_view *)v;
+	return i < v->nsites ? finished(v, &w->sites[i], &w->site_done[i]) : NULL;
+}
+
 size_t hv_nstacks(const hv_view *v) { return v->nstacks; }
-const hv_site *hv_stack_at(const hv_view *v, size_t i) { return i < v->nstacks ? &v->stacks[i] : NULL; }
+
+const hv_site *hv_stack_at(const hv_view *v, size_t i)
+{
+	hv_view *w = (hv_view *)v;
+	return i < v->nstacks ? finished(v, &w->stacks[i], &w->stack_done[i]) : NULL;
+}
 double hv_rate(const hv_view *v) { return v->rate; }
 bool hv_mixed_rates(const hv_view *v) { return v->mixed; }
 bool hv_view_approximate(const hv_view *v) { return v->approx; }

@@ -37,6 +37,8 @@
  * "file+0xOFFSET" (or "0xADDRESS" without a mapping).
  *
  * All strings returned point into the view and live until hv_destroy().
+ * A view is not thread-safe: intervals of sites and stacks are computed on
+ * first access through hv_site_at / hv_stack_at.
  * Functions returning int give 0 or a negative AP_E* code with a one-line
  * reason in err (which already names the file when one is involved).
  */

@@ -123,12 +123,22 @@ char *sym_demangle(const char *name)
 
 /* ---- object files ---------------------------------------------------- */
 
+/* A function symbol [lo, hi) (hi = lo when its size is unknown). */
+struct fsym {
+	GElf_Addr lo, hi;
+	const char *name; /* owned by libdwfl */
+	int global;
+};
+
 struct symfile {
 	char *path, *build_id; /* as in the profile */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	GElf_Addr bias;
 	bool usable;
+	struct fsym *syms; /* sorted by lo; built on first lookup */
+	size_t nsyms;
+	bool syms_built;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 };
@@ -390,6 +400,73 @@ static int attr_int(Dwarf_Die *d, int name)
 	return dwarf_attr(d, name, &a) && !dwarf_formudata(&a, &v) ? (int)v : 0;
 }
 
+static int fsym_cmp(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	/* at one address prefer a sized, then a global symbol */
+	if ((x->hi > x->lo) != (y->hi > y->lo))
+		return x->hi > x->lo ? -1 : 1;
+	return y->global - x->global;
+}
+
+/*
+ * The module's function symbols, sorted once: libdwfl's own address lookup
+ * scans the whole symbol table for every address, which dominated
+ * symbolizing profiles of large binaries (bench/suites/report.sh).
+ */
+static void build_syms(struct symfile *f)
+{
+	f->syms_built = true;
+	int n = dwfl_module_getsymtab(f->mod);
+	if (n <= 0 || !(f->syms = malloc((size_t)n * sizeof *f->syms)))
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr,
+							   &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		f->syms[f->nsyms++] = (struct fsym){
+			addr, addr + sym.st_size, name,
+			GELF_ST_BIND(sym.st_info) != STB_LOCAL};
+	}
+	qsort(f->syms, f->nsyms, sizeof *f->syms, fsym_cmp);
+}
+
+/* Name of the function symbol containing a (sizeless: up to the next). */
+static const char *symbol_at(struct symfile *f, GElf_Addr a)
+{
+	if (!f->syms_built)
+		build_syms(f);
+	size_t lo = 0, hi = f->nsyms;
+	while (lo < hi) { /* first symbol with lo > a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->syms[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* symbols starting at the last start <= a (aliases): a sized one that
+	 * contains a, else a sizeless one, which extends to the next start */
+	if (lo == 0)
+		return NULL;
+	GElf_Addr start = f->syms[lo - 1].lo;
+	const char *sizeless = NULL;
+	for (size_t i = lo; i-- > 0 && f->syms[i].lo == start;) {
+		if (f->syms[i].hi > a)
+			return f->syms[i].name;
+		if (f->syms[i].hi == start)
+			sizeless = f->syms[i].name;
+	}
+	return sizeless;
+}
+
 static bool is_function(Dwarf_Die *d)
 {
 	int tag = dwarf_tag(d);
@@ -410,10 +487,7 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 	int line = 0, col = 0;
 	Dwfl_Line *ln = dwfl_module_getsrc(f->mod, a);
 	const char *file = ln ? dwfl_lineinfo(ln, NULL, &line, &col, NULL, NULL) : NULL;
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *symname = dwfl_module_addrinfo(f->mod, a, &off, &sym, NULL,
-						   NULL, NULL);
+	const char *symname = symbol_at(f, a);
 	Dwarf_Addr dbias;
 	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, &dbias);
 	Dwarf_Die *scopes = NULL, *chain = NULL;
@@ -650,6 +724,7 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 	for (size_t i = 0; i < c.nfiles; i++) {
 		if (c.files[i].dwfl)
 			dwfl_end(c.files[i].dwfl);
+		free(c.files[i].syms);
 		free(c.files[i].path);
 		free(c.files[i].build_id);
 		free(c.files[i].debuginfo_path);
