@@ -112,6 +112,7 @@ static void core_init(struct hist_core *c, unsigned sigbits)
 {
 	memset(c, 0, sizeof *c);
 	c->sigbits = sigbits;
+	c->mask = (UINT32_C(1) << sigbits) - 1;
 	atomic_init(&c->min, UINT64_MAX);
 }
 
@@ -374,9 +375,43 @@ void ap_hist_recorder_release(ap_hist_recorder *r)
 		atomic_store_explicit(&r->in_use, false, memory_order_release);
 }
 
-int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
+static __attribute__((noinline)) int recorder_add_slow(ap_hist_recorder *r,
+							uint64_t v)
 {
 	return core_add(&r->core, &r->parent->alloc, v, 1, false);
+}
+
+/*
+ * The per-thread hot path, written out for the common case so that it is a
+ * leaf function with no stack frame: the key, one counter, the sum, the sum
+ * of squares and min/max, each a load, an add or compare, and a store. Any
+ * rare case (chunk not yet allocated, a carry into the high words, v >=
+ * 2^32 so v^2 has a high word) goes to the general routine, which redoes
+ * the whole record, so nothing is done twice.
+ */
+int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
+{
+	struct hist_core *c = &r->core;
+	unsigned s = c->sigbits;
+	/* hist_key split in place: with b the top bit of v | 2^s and
+	 * e = b - s, key >> s = e + (v >> b) and key & mask = (v >> e) & mask. */
+	unsigned b = 63u ^ (unsigned)__builtin_clzll(v | (UINT64_C(1) << s));
+	unsigned e = b - s;
+	_Atomic uint64_t *ch = atomic_load_explicit(
+		&c->chunk[e + (unsigned)(v >> b)], memory_order_acquire);
+	uint64_t sum = atomic_load_explicit(&c->sum_lo, RLX);
+	uint64_t sq = atomic_load_explicit(&c->sq_lo, RLX);
+	if (AP_UNLIKELY(!ch || (v >> 32) || sum + v < sum || sq + v * v < sq))
+		return recorder_add_slow(r, v);
+	_Atomic uint64_t *cnt = &ch[(v >> e) & c->mask];
+	atomic_store_explicit(cnt, atomic_load_explicit(cnt, RLX) + 1, RLX);
+	atomic_store_explicit(&c->sum_lo, sum + v, RLX);
+	atomic_store_explicit(&c->sq_lo, sq + v * v, RLX);
+	if (v < atomic_load_explicit(&c->min, RLX))
+		atomic_store_explicit(&c->min, v, RLX);
+	if (v > atomic_load_explicit(&c->max, RLX))
+		atomic_store_explicit(&c->max, v, RLX);
+	return 0;
 }
 
 int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n)

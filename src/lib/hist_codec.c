@@ -91,7 +91,7 @@ static int get_varint(struct reader *r, unsigned bits, hist_u128 *out)
 
 static int get_u64(struct reader *r, uint64_t *out)
 {
-	hist_u128 v;
+	hist_u128 v = 0;
 	int rc = get_varint(r, 64, &v);
 	*out = (uint64_t)v;
 	return rc;

@@ -36,7 +36,8 @@ __extension__ typedef unsigned __int128 hist_u128;
  */
 static inline uint32_t hist_key(unsigned s, uint64_t v)
 {
-	unsigned e = 63u - (unsigned)__builtin_clzll(v | (UINT64_C(1) << s)) - s;
+	/* 63 ^ clz == 63 - clz for clz in 0..63: compilers emit one BSR. */
+	unsigned e = (63u ^ (unsigned)__builtin_clzll(v | (UINT64_C(1) << s))) - s;
 	return (uint32_t)(((uint64_t)e << s) + (v >> e));
 }
 
@@ -69,6 +70,7 @@ static inline bool hist_sigbits_ok(unsigned s)
  */
 struct hist_core {
 	unsigned sigbits;
+	uint32_t mask; /* (1 << sigbits) - 1 */
 	_Atomic(_Atomic uint64_t *) chunk[HIST_CHUNKS];
 	char pad0[64];
 	_Atomic uint64_t min, max; /* min = UINT64_MAX, max = 0 when empty */

@@ -8,6 +8,8 @@ set -u
 bin=${AP_BINDIR:?}/allocprof
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# An empty file of our own: /dev/null is not always a device in sandboxes.
+: > "$tmp/empty"
 fail=0
 check() { # check DESCRIPTION COMMAND...: run, count a failure
 	local what=$1
@@ -44,7 +46,7 @@ check "_count" grep -qx 'alloc_size_bytes_count 1000' "$tmp/prom"
 check "le = bucket max" grep -qx 'alloc_size_bytes_bucket{le="1003"} 1000' "$tmp/prom"
 "$bin" hist --prometheus x --le 10,100,500 < "$tmp/in" > "$tmp/prom2"
 check "user bounds" grep -qx 'x_bucket{le="500"} 500' "$tmp/prom2"
-"$bin" hist --prometheus x < /dev/null > "$tmp/prom3"
+"$bin" hist --prometheus x < "$tmp/empty" > "$tmp/prom3"
 check "empty input is valid exposition" grep -qx 'x_count 0' "$tmp/prom3"
 
 # JSON output parses (python3 when present) and carries the histogram.
@@ -81,7 +83,7 @@ for args in "--sigbits 0" "--sigbits 16" "--sigbits x" "--quantiles 0.5,2" \
 	"--quantiles ,0.5" "--bogus" "--json --prometheus x" "--prometheus 9x" \
 	"--le 10,5 --prometheus x" "--le 10" "--otel 9" "extra"; do
 	# shellcheck disable=SC2086
-	"$bin" hist $args < /dev/null > /dev/null 2>&1
+	"$bin" hist $args < "$tmp/empty" > "$tmp/out" 2>&1
 	check "usage error: $args" test $? -eq 1
 done
 "$bin" hist --help > "$tmp/out"
