@@ -103,9 +103,11 @@ AP_API double ap_normal_cdf(double x);
 /* ---- Special functions and the negative binomial --------------------- */
 
 /*
- * Regularized incomplete beta I_x(a, b), a > 0, b > 0, 0 <= x <= 1.
- * Continued fraction (modified Lentz) after the symmetry swap, log-space
- * prefactor; accurate to ~1e-12 relative for a, b up to ~1e7. NaN otherwise.
+ * Regularized incomplete beta I_x(a, b), a > 0, b > 0 (finite), 0 <= x <= 1.
+ * Continued fraction (modified Lentz) after the symmetry swap, Stirling-form
+ * prefactor; ~1e-13 relative on the reference table (a, b up to 1e6),
+ * ~1e-10 absolute at a = b = 1e12. NaN for arguments outside the domain (or
+ * if the fraction failed to converge, not observed in the domain).
  */
 AP_API double ap_betainc(double a, double b, double x);
 
@@ -178,8 +180,9 @@ AP_API int ap_bytes_interval(uint64_t samples, double u, double rate,
 
 /*
  * Exact (Garwood) interval for the mean of a Poisson count k: the
- * chi-square quantiles via the incomplete gamma. k = 0 gives lo = 0.
- * AP_EINVAL for a level outside (0,1).
+ * chi-square quantiles via the incomplete gamma (Wilson-Hilferty beyond
+ * k = 1e9, accurate there to ~1e-11). k = 0 gives lo = 0. AP_EINVAL for a
+ * level outside (0,1) or NULL outputs (then both are NaN).
  */
 AP_API int ap_poisson_interval(uint64_t k, double level, double *lo,
 			       double *hi);

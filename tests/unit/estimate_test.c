@@ -381,6 +381,10 @@ AP_TEST(poisson_interval_is_exact)
 			0);
 	AP_CHECK_NEAR(lo, 1e12 - 1.96 * 1e6, 1e-6, 0);
 	AP_CHECK_NEAR(hi, 1e12 + 1.96 * 1e6, 1e-6, 0);
+	AP_CHECK_EQ_INT(ap_poisson_interval(UINT64_MAX, 0.95, &lo, &hi), 0);
+	double k = (double)UINT64_MAX;
+	AP_CHECK(lo < k && k < hi);
+	AP_CHECK_NEAR(hi - lo, 2 * 1.959963984540054 * sqrt(k), 1e-3, 0);
 }
 
 AP_TEST(poisson_interval_rejects_invalid_level)
