@@ -233,8 +233,10 @@ static void print_table(const struct diff_run *r, size_t top, bool only_sig)
 		       "intervals are approximate\n");
 	printf("  * = the interval excludes 0: significant at %g%%\n\n",
 	       100 * r->level);
-	printf("  %12s  %-28s %11s %11s %6s %11s  %s\n", "change",
-	       "interval", "base", "new", "rel", "samples", "site");
+	char ivh[32];
+	snprintf(ivh, sizeof ivh, "%g%% interval", 100 * r->level);
+	printf("  %12s  %-28s %11s %11s %6s %11s  %s\n", "change", ivh, "base",
+	       "new", "rel", "samples", "site");
 	size_t shown = 0, sig = 0;
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct diff_row *row = &r->rows[i];
@@ -259,19 +261,22 @@ static void json_side(json_writer *w, const hv_view *v, const hv_stat *s,
 	if (s)
 		f = *s;
 	hv_stat_finish(&f, level);
+	bool empty = !f.samples && !(hv_rate(v) <= 1 && !hv_mixed_rates(v));
+	/* Whole bytes, rounded as report rounds them, so the two agree. */
 	json_begin_object(w);
 	json_key(w, "bytes");
-	json_number(w, f.bytes);
+	json_number(w, round(f.bytes));
 	json_key(w, "bytes_lo");
-	json_number(w, f.samples ? f.bytes_lo : 0);
+	json_number(w, empty ? 0 : round(f.bytes_lo));
 	json_key(w, "bytes_hi");
-	json_number(w, f.samples || (hv_rate(v) <= 1 && !hv_mixed_rates(v))
-			       ? f.bytes_hi
-			       : f.bytes + vu_empty_upper(hv_rate(v), level));
+	json_number(w, round(empty ? f.bytes + vu_empty_upper(hv_rate(v), level)
+				   : f.bytes_hi));
 	json_key(w, "objects");
-	json_number(w, f.objects);
+	json_number(w, round(f.objects));
 	json_key(w, "samples");
 	json_uint(w, f.samples);
+	json_key(w, "interval");
+	json_string(w, empty ? "none sampled" : hv_method_name(f.method));
 	json_end_object(w);
 }
 
@@ -283,12 +288,13 @@ static void json_change(json_writer *w, const struct diff_run *r,
 	json_side(w, r->vb, b, r->level);
 	json_key(w, "new");
 	json_side(w, r->vn, n, r->level);
+	/* The interval is rounded outwards to whole bytes. */
 	json_key(w, "change");
-	json_number(w, row->d.change);
+	json_number(w, round(row->d.change));
 	json_key(w, "change_lo");
-	json_number(w, row->d.lo);
+	json_number(w, floor(row->d.lo));
 	json_key(w, "change_hi");
-	json_number(w, row->d.hi);
+	json_number(w, ceil(row->d.hi));
 	json_key(w, "relative");
 	json_number(w, b && b->bytes > 0 ? row->d.change / b->bytes : (double)NAN);
 	json_key(w, "significant");

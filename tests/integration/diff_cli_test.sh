@@ -109,6 +109,29 @@ assert f["base"]["samples"] == 0 and f["base"]["bytes"] == 0, f
 assert f["base"]["bytes_hi"] > 65536, f
 assert not f["significant"] and f["change_lo"] < 0, f' || fail "one-sided site"
 
+# diff and report agree on each side's estimate and interval.
+if "$cli" report --help > /dev/null 2>&1; then
+  "$cli" report --alloc --json --top 0 "$tmp/bs.pb" > "$tmp/r.json"
+  python3 - "$tmp/r.json" "$tmp/s.json" <<'EOF' || fail "diff's BASE side differs from report"
+import json, sys
+r = {x["function"]: x for x in json.load(open(sys.argv[1]))["sites"]}
+d = {x["function"]: x for x in json.load(open(sys.argv[2]))["sites"]}
+for name, site in r.items():
+    b = d[name]["base"]
+    for k in ("bytes", "bytes_lo", "bytes_hi", "samples"):
+        assert abs(b[k] - site[k]) <= 1, (name, k, b[k], site[k])
+EOF
+fi
+
+# Profiles without allocprof's sample data (Go's four types): diff works
+# and says its intervals are approximate.
+printf '1048576 300 300 main;big\n64 3 3 main;few\n' | "$mk" --go 65536 "$tmp/go.pb" > /dev/null
+"$cli" diff --alloc "$tmp/go.pb" "$tmp/go.pb" > "$tmp/go.txt" || fail "diff of Go-style profiles exited $?"
+grep -q 'intervals are approximate' "$tmp/go.txt" || fail "no approximate note: $(cat "$tmp/go.txt")"
+"$cli" diff --alloc --json "$tmp/go.pb" "$tmp/go.pb" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["base"]["approximate"] and not any(s["significant"] for s in d["sites"]), d' ||
+  fail "Go-style JSON"
+
 # Bad input: exit 2, one line; usage: exit 1, one line.
 head -c 50 "$tmp/bs.pb" > "$tmp/trunc.pb"
 printf 'nope' > "$tmp/garbage.pb"

@@ -69,6 +69,14 @@ grep -q 'In-use bytes' "$tmp/i.svg" || fail "default title should name the inuse
 grep -q '80% interval' "$tmp/l.svg" || fail "--level not used in tooltips"
 grep -q '<svg [^>]*width="800"' "$tmp/l.svg" || fail "--width not used"
 
+# A Go-style profile (no sample counts): the subtitle says the tooltips'
+# intervals are approximate.
+printf '4096 10 10 main;work\n' | "$mk" --go 524288 "$tmp/go.pb" > /dev/null
+"$cli" flame "$tmp/go.pb" > "$tmp/go.svg" || fail "Go-style profile exited $?"
+xmllint --noout "$tmp/go.svg" || fail "Go-style SVG is not well-formed"
+grep -q '<text id="subtitle"[^<]*intervals approximate' "$tmp/go.svg" ||
+  fail "no approximate note in the subtitle"
+
 # An empty profile still gives a valid document with the root only.
 : | "$mk" 524288 "$tmp/empty.pb" > /dev/null
 "$cli" flame "$tmp/empty.pb" > "$tmp/e.svg" || fail "empty profile exited $?"

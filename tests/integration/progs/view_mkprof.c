@@ -5,7 +5,7 @@
  * encoder on purpose: the CLI's decoder is then checked against a second
  * implementation of the format (FORMATS.md, google/pprof profile.proto).
  *
- * Usage: view_mkprof RATE OUT.pb < description
+ * Usage: view_mkprof [--go] RATE OUT.pb < description
  * Each description line is
  *     SIZE ALLOC_SAMPLES INUSE_SAMPLES root;caller;...;leaf
  * meaning ALLOC_SAMPLES sampled allocations of SIZE bytes at that stack, of
@@ -13,7 +13,9 @@
  * would (Horvitz-Thompson with pi = 1 - (1-1/RATE)^SIZE; u with the
  * sampled byte at its expected offset). In frame names \xHH
  * stands for a byte (so tests can use ';', controls, invalid UTF-8).
- * Lines starting with '#' are ignored. On stdout it prints the expected
+ * Lines starting with '#' are ignored. --go writes only Go's four sample
+ * types (alloc/inuse objects and space), as Go's own heap profiles do, so
+ * readers must derive sample counts themselves. On stdout it prints the expected
  * totals "alloc_bytes=N inuse_bytes=N" (rounded as written).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -177,8 +179,14 @@ static void view_values(uint64_t z, double k, double rate, int64_t out[6])
 
 int main(int argc, char **argv)
 {
+	int ntypes = NTYPES;
+	if (argc == 4 && !strcmp(argv[1], "--go")) {
+		ntypes = 4;
+		argv++;
+		argc--;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: view_mkprof RATE OUT.pb < description\n");
+		fprintf(stderr, "usage: view_mkprof [--go] RATE OUT.pb < description\n");
 		return 1;
 	}
 	double rate = strtod(argv[1], NULL);
@@ -188,7 +196,7 @@ int main(int argc, char **argv)
 	}
 	struct buf prof = {0}, m = {0}, sub = {0}, packed = {0};
 	str_index("");
-	for (int t = 0; t < NTYPES; t++) {
+	for (int t = 0; t < ntypes; t++) {
 		field_varint(&sub, 1, str_index(types[t][0]));
 		field_varint(&sub, 2, str_index(types[t][1]));
 		field_msg(&prof, 1, &sub);
@@ -227,7 +235,7 @@ int main(int argc, char **argv)
 		v[12] = a[1], v[13] = in[1];
 		alloc_total += a[1];
 		inuse_total += in[1];
-		for (int t = 0; t < NTYPES; t++)
+		for (int t = 0; t < ntypes; t++)
 			varint(&packed, (uint64_t)v[t]);
 		field_msg(&m, 2, &packed);
 		field_varint(&sub, 1, k_bytes);
