@@ -190,9 +190,13 @@ int ap_cmd_flame(int argc, char **argv)
 		return rc;
 	char deftitle[256];
 	if (!title) {
-		snprintf(deftitle, sizeof deftitle, "%s: %s",
+		int more = argc - optind - 1;
+		char extra[32] = "";
+		if (more > 0)
+			snprintf(extra, sizeof extra, " and %d more", more);
+		snprintf(deftitle, sizeof deftitle, "%s: %s%s",
 			 o.view == HV_ALLOC ? "Allocated bytes" : "In-use bytes",
-			 argv[optind]);
+			 argv[optind], extra);
 		title = deftitle;
 	}
 	rc = write_flame(v, title, o.level, (unsigned)width);
