@@ -376,7 +376,7 @@ static uint64_t mapping_for(const struct hdec *d, uint64_t addr)
 /* One /proc/PID/maps line; silently ignored unless executable with a path. */
 static int add_maps_line(struct hdec *d, struct line *l)
 {
-	uint64_t start, limit, off, inode;
+	uint64_t start = 0, limit = 0, off = 0, inode = 0;
 	if (!get_hex(l, &start) || !eat(l, "-") || !get_hex(l, &limit))
 		return 0;
 	skip_ws(l);
@@ -492,7 +492,7 @@ static int unbias(struct hdec *d, const struct line *l, uint64_t n,
 
 static int add_sample(struct hdec *d, const struct line *l, const uint64_t c[4])
 {
-	int64_t v[4], in_o, in_s;
+	int64_t v[4] = { 0, 0, 0, 0 }, in_o = 0, in_s = 0;
 	int rc = unbias(d, l, c[2], c[3], &v[0], &v[1]);
 	if (!rc)
 		rc = unbias(d, l, c[0], c[1], &in_o, &in_s);
@@ -555,7 +555,7 @@ static int parse_jemalloc(struct hdec *d)
 			counted = false;
 			rc = parse_stack(d, &l);
 		} else if (eat(&l, "t")) {
-			uint64_t tid, c[4];
+			uint64_t tid = 0, c[4] = { 0, 0, 0, 0 };
 			bool all = eat(&l, "*");
 			if ((!all && !get_dec(&l, &tid)) || !eat(&l, ":") ||
 			    !get_counts(&l, c) || !at_end(&l))
@@ -602,7 +602,7 @@ static int parse_gperftools(struct hdec *d)
 static int parse_header(struct hdec *d, bool *gperf)
 {
 	struct line l;
-	uint64_t r, c[4];
+	uint64_t r = 0, c[4] = { 0, 0, 0, 0 };
 	if (!next_line(d, d->len, &l))
 		return fail(d, NULL, "empty input");
 	*gperf = false;
@@ -668,7 +668,7 @@ static int decode_text(struct hdec *d)
 		rc = ap_profile_add_sample_type(d->p, types[i][0], types[i][1]);
 	if (rc < 0)
 		return rc;
-	bool gperf;
+	bool gperf = false;
 	if ((rc = parse_header(d, &gperf)))
 		return rc;
 	size_t body = d->pos, body_line = d->lineno;

@@ -130,7 +130,7 @@ static int get_bool(pb_reader *r, enum pb_wire wt, const char *what, bool *b)
 
 static int add_string(struct dec *d, pb_reader *r, enum pb_wire wt)
 {
-	pb_reader s;
+	pb_reader s = { 0 };
 	int rc = pb_open(r, wt, "string_table entry", &s);
 	if (rc)
 		return rc;
@@ -182,7 +182,7 @@ static int value_type_field(void *ctx, pb_reader *m, uint32_t f,
 static int get_value_type(struct dec *d, pb_reader *r, enum pb_wire wt,
 			  const char *what, ap_value_type *vt)
 {
-	pb_reader m;
+	pb_reader m = { 0 };
 	struct msg c = { d, vt };
 	int rc = pb_open(r, wt, what, &m);
 	return rc ? rc : pb_fields(&m, value_type_field, &c);
@@ -240,7 +240,7 @@ static int function_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 static int get_object(struct dec *d, pb_reader *r, enum pb_wire wt,
 		      const char *what, pb_field_fn fn, void *obj)
 {
-	pb_reader m;
+	pb_reader m = { 0 };
 	struct msg c = { d, obj };
 	int rc = pb_open(r, wt, what, &m);
 	if (!rc)
@@ -256,7 +256,7 @@ static int push_comment(void *ctx, uint64_t v)
 {
 	struct dec *d = ctx;
 	pb_reader none = { .err = d->err, .errlen = d->errlen };
-	int64_t s;
+	int64_t s = 0;
 	int rc = map_str(d, &none, v, "comment", &s);
 	if (rc)
 		return rc;
@@ -319,7 +319,7 @@ static int location_field(void *ctx, pb_reader *m, uint32_t f,
 	struct msg *c = ctx;
 	ap_location *loc = c->obj;
 	ap_line ln = { 0, 0, 0 };
-	pb_reader lm;
+	pb_reader lm = { 0 };
 	int rc;
 	switch (f) {
 	case 1: return get_u64(m, wt, "location id", &loc->id);
@@ -386,7 +386,7 @@ static int sample_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	struct dec *d = ctx;
 	ap_label l = { 0, 0, 0, 0 };
 	struct msg c = { d, &l };
-	pb_reader lm;
+	pb_reader lm = { 0 };
 	int rc;
 	switch (f) {
 	case 1:
@@ -406,7 +406,7 @@ static int pass_samples(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 	struct dec *d = ctx;
 	if (f != 2)
 		return pb_skip(r, f, wt);
-	pb_reader m;
+	pb_reader m = { 0 };
 	d->locs.n = d->vals.n = d->labels.n = 0;
 	int rc = pb_open(r, wt, "sample", &m);
 	if (!rc)

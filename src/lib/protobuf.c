@@ -184,7 +184,7 @@ int pb_get_varint(pb_reader *r, uint64_t *v)
 int pb_get_tag(pb_reader *r, uint32_t *field, enum pb_wire *wt)
 {
 	size_t at = pb_offset(r);
-	uint64_t t;
+	uint64_t t = 0;
 	int rc = pb_get_varint(r, &t);
 	if (rc)
 		return rc;
@@ -203,7 +203,7 @@ int pb_get_tag(pb_reader *r, uint32_t *field, enum pb_wire *wt)
 int pb_get_len(pb_reader *r, pb_reader *sub)
 {
 	size_t at = pb_offset(r);
-	uint64_t n;
+	uint64_t n = 0;
 	int rc = pb_get_varint(r, &n);
 	if (rc)
 		return rc;
@@ -232,7 +232,7 @@ static int skip_fixed(pb_reader *r, size_t n)
 static int skip_scalar(pb_reader *r, enum pb_wire wt)
 {
 	uint64_t v;
-	pb_reader sub;
+	pb_reader sub = { NULL, 0, 0, 0, NULL, 0 };
 	switch (wt) {
 	case PB_VARINT: return pb_get_varint(r, &v);
 	case PB_FIXED64: return skip_fixed(r, 8);
@@ -255,8 +255,8 @@ int pb_skip(pb_reader *r, uint32_t field, enum pb_wire wt)
 	size_t depth = 0;
 	open[depth++] = field;
 	while (depth) {
-		uint32_t f;
-		enum pb_wire w;
+		uint32_t f = 0;
+		enum pb_wire w = PB_VARINT;
 		if (!pb_more(r))
 			return pb_fail(r, "group of field %u not closed before "
 				       "offset %zu", open[depth - 1],
@@ -309,7 +309,7 @@ int pb_expect(pb_reader *r, enum pb_wire got, enum pb_wire want,
 int pb_get_repeated(pb_reader *r, enum pb_wire wt, const char *what,
 		    int (*fn)(void *ctx, uint64_t v), void *ctx)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int rc;
 	if (wt == PB_VARINT) {
 		rc = pb_get_varint(r, &v);
@@ -317,7 +317,7 @@ int pb_get_repeated(pb_reader *r, enum pb_wire wt, const char *what,
 	}
 	if (wt != PB_LEN)
 		return pb_expect(r, wt, PB_VARINT, what);
-	pb_reader sub;
+	pb_reader sub = { NULL, 0, 0, 0, NULL, 0 };
 	if ((rc = pb_get_len(r, &sub)))
 		return rc;
 	while (pb_more(&sub)) {
@@ -336,8 +336,8 @@ int pb_open(pb_reader *r, enum pb_wire wt, const char *what, pb_reader *sub)
 int pb_fields(pb_reader *m, pb_field_fn fn, void *ctx)
 {
 	while (pb_more(m)) {
-		uint32_t f;
-		enum pb_wire wt;
+		uint32_t f = 0;
+		enum pb_wire wt = PB_VARINT;
 		int rc = pb_get_tag(m, &f, &wt);
 		if (!rc)
 			rc = fn(ctx, m, f, wt);
