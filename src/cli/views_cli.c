@@ -1,11 +1,17 @@
 /*
- * views_cli.c: option handling and profile opening shared by allocprof
- * diff, flame and folded (see views_cli.h).
+ * views_cli.c: option handling, profile opening and the folded-stack
+ * writer shared by allocprof diff, flame, folded (see views_cli.h).
  */
 #define _GNU_SOURCE
 #include "views_cli.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli_util.h"
+#include "views_util.h"
 
 int vc_view_option(int opt, const char *arg, hv_options *o)
 {
@@ -43,4 +49,88 @@ int vc_open(const char *const *paths, size_t n, const hv_options *o,
 		return 0;
 	ap_cli_error("%s", err);
 	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+}
+
+/* ---- folded stacks ---------------------------------------------------- */
+
+struct folded_line {
+	char *text;
+	double bytes;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text,
+		      ((const struct folded_line *)b)->text);
+}
+
+/* "root;...;leaf" of stack i, malloc'd. */
+static char *stack_text(const hv_site *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	for (size_t k = s->nstack; k-- > 0;) {
+		if (k + 1 != s->nstack)
+			fputc(';', f);
+		vu_folded_frame(f, s->stack[k].function, k + 1 == s->nstack);
+	}
+	if (!s->nstack)
+		vu_folded_frame(f, NULL, true);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int vc_write_folded(const hv_view *v, FILE *out)
+{
+	size_t n = hv_nstacks(v), m = 0;
+	struct folded_line *lines = calloc(n ? n : 1, sizeof *lines);
+	double *w = calloc(n ? n : 1, sizeof *w);
+	uint64_t *iw = calloc(n ? n : 1, sizeof *iw);
+	int rc = 0;
+	if (!lines || !w || !iw)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		const hv_site *s = hv_stack_at(v, i);
+		lines[i].bytes = s->stat.bytes;
+		if (!(lines[i].text = stack_text(s)))
+			goto nomem;
+	}
+	qsort(lines, n, sizeof *lines, cmp_line);
+	/* Merge stacks that print the same (equal names, other addresses). */
+	for (size_t i = 0; i < n; i++) {
+		if (m && !strcmp(lines[m - 1].text, lines[i].text)) {
+			lines[m - 1].bytes += lines[i].bytes;
+			free(lines[i].text);
+			continue;
+		}
+		lines[m++] = lines[i];
+	}
+	n = m;
+	for (size_t i = 0; i < n; i++)
+		w[i] = lines[i].bytes;
+	vu_round_weights(w, n, iw);
+	for (size_t i = 0; i < n; i++)
+		if (iw[i])
+			fprintf(out, "%s %llu\n", lines[i].text,
+				(unsigned long long)iw[i]);
+	if (ferror(out))
+		rc = -1;
+	goto done;
+nomem:
+	errno = ENOMEM;
+	rc = -1;
+done:
+	if (lines)
+		for (size_t i = 0; i < n; i++)
+			free(lines[i].text);
+	free(lines);
+	free(w);
+	free(iw);
+	return rc;
 }

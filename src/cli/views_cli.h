@@ -2,13 +2,15 @@
  * views_cli.h: command-line plumbing shared by diff, flame and folded: the
  * options that choose a heap view (--alloc/--inuse, --requested/--usable,
  * --focus/--ignore, --level), opening profiles with a one-line error and
- * the right exit status, and the unknown-option message.
+ * the right exit status, the unknown-option message, and the folded-stack
+ * writer (also meant for convert --to folded).
  */
 #ifndef ALLOCPROF_CLI_VIEWS_CLI_H
 #define ALLOCPROF_CLI_VIEWS_CLI_H
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "heapview.h"
 
@@ -53,5 +55,15 @@ int vc_bad_option(const char *cmd, char **argv);
  */
 int vc_open(const char *const *paths, size_t n, const hv_options *o,
 	    hv_view **out);
+
+/*
+ * Write v's stacks as folded lines ("root;...;leaf WEIGHT", FlameGraph's
+ * format) to out: frames sanitised by vu_folded_frame, stacks that print
+ * the same merged into one line, lines sorted (byte order), weights = the
+ * estimated bytes rounded by vu_round_weights so they sum to the rounded
+ * total, lines of weight 0 left out. 0, or -1 with errno (ENOMEM, or the
+ * stream's write error).
+ */
+int vc_write_folded(const hv_view *v, FILE *out);
 
 #endif
