@@ -58,9 +58,11 @@ struct cover {
 
 static const hv_site *find(const hv_view *v, const char *name)
 {
-	for (size_t i = 0; i < hv_nsites(v); i++)
-		if (!strcmp(hv_site_at(v, i)->name, name))
-			return hv_site_at(v, i);
+	for (size_t i = 0; i < hv_nsites(v); i++) {
+		const hv_site *s = hv_site_at(v, i);
+		if (s && !strcmp(s->name, name))
+			return s;
+	}
 	return NULL;
 }
 

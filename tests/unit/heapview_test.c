@@ -38,9 +38,11 @@ static hv_view *view_of(const ap_profile *p, hv_kind k, hv_by by)
 
 static const hv_site *site_named(const hv_view *v, const char *name)
 {
-	for (size_t i = 0; i < hv_nsites(v); i++)
-		if (!strcmp(hv_site_at(v, i)->name, name))
-			return hv_site_at(v, i);
+	for (size_t i = 0; i < hv_nsites(v); i++) {
+		const hv_site *s = hv_site_at(v, i);
+		if (s && !strcmp(s->name, name))
+			return s;
+	}
 	return NULL;
 }
 
@@ -83,7 +85,8 @@ AP_TEST(rate_one_report_equals_truth)
 		AP_CHECK_EQ_U64(hv_total(v)->bytes, tb);
 		AP_CHECK_EQ_U64(hv_total(v)->bytes_hi, tb);
 		/* largest first: the 3 MiB array leads both views */
-		AP_CHECK(!strcmp(hv_site_at(v, 0)->name, "big_array"));
+		const hv_site *top = hv_site_at(v, 0);
+		AP_CHECK(top && !strcmp(top->name, "big_array"));
 		AP_CHECK(!hv_view_approximate(v));
 		hv_destroy(v);
 	}
@@ -115,7 +118,8 @@ AP_TEST(aggregation_by_function_line_and_stack)
 	/* same names root-first: "main;f" twice merges into one stack */
 	AP_CHECK(v && hv_nsites(v) == 2 && hv_nstacks(v) == 2);
 	AP_CHECK(site_named(v, "main;f") && site_named(v, "main;g"));
-	AP_CHECK(!strcmp(hv_stack_at(v, 0)->name, "main;f"));
+	const hv_site *st0 = hv_stack_at(v, 0);
+	AP_CHECK(st0 && !strcmp(st0->name, "main;f"));
 	hv_destroy(v);
 	ap_profile_destroy(p);
 }
@@ -145,7 +149,8 @@ AP_TEST(filters_focus_ignore_size)
 	o.size_max = 4096;
 	AP_CHECK(hv_build(p, &o, &v, err, sizeof err) == 0);
 	AP_CHECK_EQ_U64(hv_nsites(v), 1);
-	AP_CHECK(!strcmp(hv_site_at(v, 0)->name, "cache_put"));
+	const hv_site *only = hv_site_at(v, 0);
+	AP_CHECK(only && !strcmp(only->name, "cache_put"));
 	hv_destroy(v);
 	o.size_min = 0;
 	o.size_max = UINT64_MAX;
