@@ -52,7 +52,7 @@ check "empty input is valid exposition" grep -qx 'x_count 0' "$tmp/prom3"
 # JSON output parses (python3 when present) and carries the histogram.
 "$bin" hist --json --quantiles 0.5 < "$tmp/in" > "$tmp/json"
 check "json exits 0" test $? -eq 0
-if command -v python3 >/dev/null; then
+if command -v python3 > "$tmp/which"; then
 	check "json parses" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -92,7 +92,7 @@ check "--help text" grep -q '^usage: allocprof hist' "$tmp/out"
 
 # promtool: the authority on the exposition format (last, so a missing
 # promtool still ran everything above; then report skipped).
-if ! command -v promtool >/dev/null; then
+if ! command -v promtool > "$tmp/which"; then
 	echo "skip: promtool not installed (Debian package prometheus)"
 	[ "$fail" -eq 0 ] && exit 77
 	exit 1
