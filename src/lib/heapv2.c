@@ -157,7 +157,9 @@ int ap_heapv2_encode(const ap_profile *p, const char *maps_text,
 		line_values(p, s, &c, v);
 		if (!(v[0] | v[1] | v[2] | v[3]))
 			continue;
-		tput(&t, "@");
+		/* jeprof needs at least one address after "@"; an empty
+		 * stack is shown as the null address rather than dropped. */
+		tput(&t, "@%s", s->nlocations ? "" : " 0x0");
 		for (size_t j = 0; j < s->nlocations; j++) {
 			uint64_t a = ap_profile_location(p, s->location_ids[j])->address;
 			/* Callers are stored as return address - 1. */

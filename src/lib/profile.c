@@ -65,9 +65,7 @@ struct profile_block {
 	struct ap_profile_priv priv;
 };
 
-static void set_err(ap_profile *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
+__attribute__((format(printf, 2, 3)))
 static void set_err(ap_profile *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -467,20 +465,15 @@ int ap_profile_find_sample_type(const ap_profile *p, const char *type)
 int ap_profile_init_heap(ap_profile *p, int64_t period)
 {
 	static const char *const types[][2] = {
-		{ AP_ST_ALLOC_OBJECTS, "count" },
-		{ AP_ST_ALLOC_SPACE, "bytes" },
-		{ AP_ST_INUSE_OBJECTS, "count" },
-		{ AP_ST_INUSE_SPACE, "bytes" },
-		{ AP_ST_ALLOC_SAMPLES, "count" },
-		{ AP_ST_ALLOC_U, "bytes" },
+		{ AP_ST_ALLOC_OBJECTS, "count" }, { AP_ST_ALLOC_SPACE, "bytes" },
+		{ AP_ST_INUSE_OBJECTS, "count" }, { AP_ST_INUSE_SPACE, "bytes" },
+		{ AP_ST_ALLOC_SAMPLES, "count" }, { AP_ST_ALLOC_U, "bytes" },
 		{ AP_ST_ALLOC_SPACE_VAR, "bytes^2" },
 		{ AP_ST_ALLOC_OBJECTS_VAR, "count^2" },
-		{ AP_ST_INUSE_SAMPLES, "count" },
-		{ AP_ST_INUSE_U, "bytes" },
+		{ AP_ST_INUSE_SAMPLES, "count" }, { AP_ST_INUSE_U, "bytes" },
 		{ AP_ST_INUSE_SPACE_VAR, "bytes^2" },
 		{ AP_ST_INUSE_OBJECTS_VAR, "count^2" },
-		{ AP_ST_ALLOC_USABLE, "bytes" },
-		{ AP_ST_INUSE_USABLE, "bytes" },
+		{ AP_ST_ALLOC_USABLE, "bytes" }, { AP_ST_INUSE_USABLE, "bytes" },
 	};
 	if (!p || period <= 0 || p->nsample_types || p->nsamples)
 		return AP_EINVAL;
@@ -710,9 +703,7 @@ struct vctx {
 	size_t errlen;
 };
 
-static int vfail(struct vctx *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
+__attribute__((format(printf, 2, 3)))
 static int vfail(struct vctx *v, const char *fmt, ...)
 {
 	if (v->err && v->errlen) {

@@ -437,6 +437,26 @@ AP_TEST(every_prefix_decodes_or_fails_cleanly)
 	}
 }
 
+AP_TEST(empty_stack_written_as_null_address)
+{
+	ap_profile *p, *q;
+	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_init_heap(p, (int64_t)R), 0);
+	int64_t v[14] = { 1, 1000000, 1, 1000000 };
+	AP_CHECK_EQ_INT(ap_profile_add_sample(p, NULL, 0, v, NULL, 0), 0);
+	char *txt;
+	size_t len;
+	AP_CHECK_EQ_INT(ap_heapv2_encode(p, NULL, NULL, &txt, &len), 0);
+	AP_CHECK(strstr(txt, "\n@ 0x0\n  t*: 1: ") != NULL);
+	AP_CHECK_EQ_INT(ap_heapv2_decode((unsigned char *)txt, len, NULL, &q,
+					 NULL, 0), 0);
+	AP_CHECK_EQ_U64(q->nsamples, 1);
+	AP_CHECK_EQ_U64(ap_profile_location(q, q->samples[0].location_ids[0])->address, 0);
+	lfree(txt, len + 1);
+	ap_profile_destroy(q);
+	ap_profile_destroy(p);
+}
+
 AP_TEST(encode_rejects_non_heap_profiles)
 {
 	ap_profile *p;
