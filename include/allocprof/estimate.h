@@ -191,6 +191,8 @@ AP_API int ap_poisson_interval(uint64_t k, double level, double *lo,
  * The interval allocprof reports for objects: below AP_NB_MAX_SAMPLES the
  * Poisson interval of the sample count scaled by ht_objects / samples (the
  * mean weight 1/pi; exact when the site has one size), else HT normal.
+ * ht_var = 0 (every sample had pi = 1, e.g. R = 1) gives [ht_objects,
+ * ht_objects]; samples = 0 requires ht_objects = 0 and gives [0, 0].
  */
 AP_API int ap_objects_interval(uint64_t samples, double ht_objects,
 			       double ht_var, double level, ap_interval *out);

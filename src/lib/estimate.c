@@ -360,8 +360,12 @@ int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
 		return AP_EINVAL;
 	}
 	out->estimate = ht_objects;
-	if (samples == 0) {
-		out->lo = out->hi = 0;
+	/*
+	 * No samples: nothing seen. Zero variance: every sample had pi = 1
+	 * (R = 1, or exactly recorded sizes), so the count is exact.
+	 */
+	if (samples == 0 || ht_var == 0) {
+		out->lo = out->hi = ht_objects;
 		return 0;
 	}
 	double lo, hi;

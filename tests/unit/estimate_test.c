@@ -409,6 +409,9 @@ AP_TEST(objects_interval_scales_the_poisson_interval)
 	AP_CHECK_NEAR(iv.hi, hi * 250, 1e-15, 0);
 	AP_CHECK_EQ_INT(ap_objects_interval(0, 0, 0, 0.95, &iv), 0);
 	AP_CHECK(iv.lo == 0 && iv.hi == 0);
+	/* R = 1: every object recorded with pi = 1, variance 0: exact. */
+	AP_CHECK_EQ_INT(ap_objects_interval(7, 7, 0, 0.95, &iv), 0);
+	AP_CHECK(iv.estimate == 7 && iv.lo == 7 && iv.hi == 7);
 	AP_CHECK_EQ_INT(ap_objects_interval(0, 5, 0, 0.95, &iv), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_objects_interval(4, -5, 0, 0.95, &iv), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_objects_interval(4, 5, 0, 2, &iv), AP_EINVAL);
