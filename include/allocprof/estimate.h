@@ -171,7 +171,9 @@ AP_API int ap_nb_interval_groups(const ap_nb_group *groups, size_t n,
  * AP_NB_MAX_SAMPLES, else the HT normal interval. estimate is always the HT
  * estimate ht_bytes; an NB interval is widened, if needed, to contain it.
  * rate 0 means "no single rate" (a merge of profiles drawn at different
- * rates): the HT interval is used whatever the sample count. *used_nb (may
+ * rates): the HT interval is used whatever the sample count. samples > 0
+ * with ht_var = 0 (every sample had pi = 1: R = 1 or exactly recorded
+ * sizes) gives the point [ht_bytes, ht_bytes]. *used_nb (may
  * be NULL) tells which was used. Errors as for the two.
  */
 AP_API int ap_bytes_interval(uint64_t samples, double u, double rate,

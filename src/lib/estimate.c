@@ -313,6 +313,9 @@ int ap_bytes_interval(uint64_t samples, double u, double rate,
 		set_nan(out);
 		return AP_EINVAL;
 	}
+	/* Every sample certain (pi = 1: exact records): nothing to estimate. */
+	if (samples > 0 && ht_var == 0)
+		return ap_ht_interval(ht_bytes, 0, level, out);
 	/* A profile window starts and ends between events: open both ends. */
 	int rc = ap_nb_interval(samples, u, rate, level, true, true, out);
 	if (rc != 0)

@@ -351,6 +351,11 @@ AP_TEST(bytes_interval_switches_from_nb_to_ht)
 			0);
 	AP_CHECK(!nb);
 	AP_CHECK_NEAR(iv.hi - iv.estimate, 1.959963984540054e5, 1e-12, 0);
+	/* Only certain samples (variance 0): the point, not an NB spread. */
+	AP_CHECK_EQ_INT(ap_bytes_interval(3, 3e7, 524288, 3e7, 0, 0.95, &iv,
+					  &nb),
+			0);
+	AP_CHECK(!nb && iv.lo == 3e7 && iv.hi == 3e7);
 	/* rate 0: no single rate, HT whatever the count. */
 	AP_CHECK_EQ_INT(ap_bytes_interval(2, 50, 0, 2e5, 1e10, 0.95, &iv, &nb),
 			0);
