@@ -72,6 +72,29 @@ static void tput(struct tout *t, const char *fmt, ...)
 	}
 }
 
+/* " 0x" + lowercase hex of v: the hot loop of a dump, so no printf. */
+static void tput_addr(struct tout *t, uint64_t v)
+{
+	char tmp[20];
+	size_t n = sizeof tmp;
+	do {
+		tmp[--n] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--n] = 'x';
+	tmp[--n] = '0';
+	tmp[--n] = ' ';
+	if (t->err)
+		return;
+	if (t->cap - t->len <= sizeof tmp - n) {
+		tput(t, "%.*s", (int)(sizeof tmp - n), tmp + n);
+		return;
+	}
+	memcpy(t->data + t->len, tmp + n, sizeof tmp - n);
+	t->len += sizeof tmp - n;
+	t->data[t->len] = '\0';
+}
+
 /* ---- encode ---------------------------------------------------------- */
 
 /* Indices of the four columns heap_v2 carries (-1 = absent). */
@@ -159,11 +182,13 @@ int ap_heapv2_encode(const ap_profile *p, const char *maps_text,
 			continue;
 		/* jeprof needs at least one address after "@"; an empty
 		 * stack is shown as the null address rather than dropped. */
-		tput(&t, "@%s", s->nlocations ? "" : " 0x0");
+		tput(&t, "@");
+		if (!s->nlocations)
+			tput_addr(&t, 0);
 		for (size_t j = 0; j < s->nlocations; j++) {
 			uint64_t a = ap_profile_location(p, s->location_ids[j])->address;
 			/* Callers are stored as return address - 1. */
-			tput(&t, " 0x%llx", (unsigned long long)(a + (j > 0)));
+			tput_addr(&t, a + (j > 0));
 		}
 		tput(&t, "\n  t*: %llu: %llu [%llu: %llu]\n",
 		     (unsigned long long)v[0], (unsigned long long)v[1],
