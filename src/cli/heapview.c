@@ -481,8 +481,10 @@ static int sample_frames(struct build *b, const ap_sample *s, size_t *nout)
 			skip++;
 	if (skip == n)
 		skip = 0; /* a stack of allocator frames only: show it as is */
-	memmove(b->fbuf, b->fbuf + skip, (n - skip) * sizeof *b->fbuf);
-	memmove(b->fidx, b->fidx + skip, (n - skip) * sizeof *b->fidx);
+	if (skip) {
+		memmove(b->fbuf, b->fbuf + skip, (n - skip) * sizeof *b->fbuf);
+		memmove(b->fidx, b->fidx + skip, (n - skip) * sizeof *b->fidx);
+	}
 	*nout = n - skip;
 	return 0;
 }
@@ -543,7 +545,8 @@ static int stack_for(struct build *b, size_t n, hv_site **out)
 		free(fr);
 		return AP_ENOMEM;
 	}
-	memcpy(fr, b->fbuf, n * sizeof *fr);
+	if (n)
+		memcpy(fr, b->fbuf, n * sizeof *fr);
 	st->stack = fr;
 	st->nstack = n;
 	st->function = n ? fr[0].function : st->name;
@@ -710,8 +713,10 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 		goto done;
 	}
 	hv_stat_finish(&v->total, o->level);
-	qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
-	qsort(v->stacks, v->nstacks, sizeof *v->stacks, by_name);
+	if (v->nsites)
+		qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
+	if (v->nstacks)
+		qsort(v->stacks, v->nstacks, sizeof *v->stacks, by_name);
 	/* sites point at stacks' frame arrays, which qsort does not move */
 done:
 	if (b.has_focus)
