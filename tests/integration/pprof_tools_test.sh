@@ -123,6 +123,75 @@ else
 	echo "SKIP go tool pprof half: go is not installed"
 fi
 
+# A real jemalloc dump of fmt_alloc (2000 x 4 KiB by small_alloc, 20 x 1 MiB
+# by big_alloc, all live at exit): our decoder must agree with jeprof on it,
+# and our re-encoding must symbolize to the same functions and totals.
+jemalloc_dump_checks() {
+	local prog=${AP_PROGDIR:-$bindir/tests/integration/progs}/fmt_alloc
+	local lib
+	lib=$(ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 2>/dev/null |
+		head -1 || true)
+	if [[ -z $lib || ! -x $prog ]]; then
+		echo "SKIP jemalloc dump checks: no libjemalloc.so.2 or $prog"
+		return
+	fi
+	if readelf -d "$prog" | grep -qE 'lib(asan|tsan)'; then
+		echo "SKIP jemalloc dump checks: $prog is sanitized (cannot preload jemalloc)"
+		return
+	fi
+	mkdir -p "$tmp/je"
+	# R = 2^12: every 1 MiB block is sampled (pi = 1 - e^-256).
+	MALLOC_CONF=prof:true,lg_prof_sample:12,prof_final:true,prof_prefix:$tmp/je/je \
+		LD_PRELOAD=$lib "$prog" || { fail "fmt_alloc under jemalloc"; return; }
+	local dump
+	dump=$(ls "$tmp"/je/je.*.heap 2>/dev/null | head -1)
+	[[ -n $dump ]] || { fail "jemalloc wrote no heap dump"; return; }
+	local je ours re
+	je=$(timeout 120 jeprof --text --show_bytes "$prog" "$dump" 2>/dev/null)
+	ours=$(AP_READ_HEAPV2=$dump AP_REENCODE_HEAPV2=$tmp/re.heap \
+		"$heapv2_test" integration_hook_read | grep '^decoded')
+	re=$(timeout 120 jeprof --text --show_bytes "$prog" "$tmp/re.heap" 2>/dev/null)
+	local t_je t_ours t_re n
+	t_je=$(sed -n 's/^Total: \([0-9]*\) B.*/\1/p' <<<"$je")
+	t_re=$(sed -n 's/^Total: \([0-9]*\) B.*/\1/p' <<<"$re")
+	t_ours=$(sed -n 's/.* inuse_space=\([0-9]*\).*/\1/p' <<<"$ours")
+	n=$(sed -n 's/.*samples=\([0-9]*\).*/\1/p' <<<"$ours")
+	# Same scaling as jeprof; we round each stack, so allow 1 per stack.
+	if [[ -n $t_je && -n $t_ours ]] && awk -v a="$t_je" -v b="$t_ours" -v n="$n" \
+		'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= n) }'; then
+		echo "ok   decode of a jemalloc dump matches jeprof ($t_ours vs $t_je B)"
+	else
+		fail "decode of a jemalloc dump: ours '$ours', jeprof total '$t_je'"
+	fi
+	# Re-encoding rounds objects to integers: a stack of c samples moves
+	# by at most f/(2c) <= 0.05% here (c ~ 1260 for the 4 KiB stack).
+	if [[ -n $t_re ]] && awk -v a="$t_je" -v b="$t_re" \
+		'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.0005 * a) }'; then
+		echo "ok   jeprof total of our re-encoding ($t_re vs $t_je B)"
+	else
+		fail "jeprof total of our re-encoding: '$t_re' vs '$t_je'"
+	fi
+	# Every 1 MiB block is sampled, so big_alloc's line is exact.
+	if [[ $(awk '/ big_alloc$/ { print $1 }' <<<"$re") == 20971520 ]]; then
+		echo "ok   re-encoding symbolizes big_alloc with 20971520 B"
+	else
+		fail "re-encoding: no big_alloc line of 20971520 B in:"
+		printf '%s\n' "$re" | head -10
+	fi
+	expect "re-encoding symbolizes small_alloc" "$re" "% small_alloc"
+	# Against the truth, 8192000 bytes: the HT estimate's standard
+	# deviation is 4096 sqrt(2000 (1 - pi)/pi), 1.7% with pi = 1 - 1/e;
+	# 20% is 12 standard deviations, so only a missing unbiasing fails.
+	local small
+	small=$(awk '/ small_alloc$/ { print $1 }' <<<"$re")
+	if [[ -n $small ]] && awk -v x="$small" \
+		'BEGIN { d = x - 8192000; if (d < 0) d = -d; exit !(d <= 0.2 * 8192000) }'; then
+		echo "ok   small_alloc estimate $small B (true 8192000)"
+	else
+		fail "small_alloc estimate '$small' B, true 8192000"
+	fi
+}
+
 # ---- jeprof ----------------------------------------------------------------
 if ((have_jeprof)); then
 	heap=$tmp/sample.heapv2
@@ -149,6 +218,8 @@ if ((have_jeprof)); then
 	out=$(timeout 120 jeprof --text --show_bytes /bin/true "$heap" 2>/dev/null)
 	expect "jeprof subtracts 1 from callers" "$out" "0x0000000000402fff"
 	expect "jeprof keeps the leaf raw" "$out" "0x0000000000401010"
+
+	jemalloc_dump_checks
 else
 	echo "SKIP jeprof half: jeprof is not installed"
 fi

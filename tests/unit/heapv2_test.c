@@ -5,9 +5,12 @@
  * trips, both text flavours, corrupt input with reasons, every prefix, and
  * allocation failure at every point.
  *
- * With AP_WRITE_SAMPLE_HEAPV2=path the run also writes a heap_v2 file for
- * tests/integration/pprof_tools_test.sh (jeprof); AP_WRITE_CORPUS=dir
- * writes the fuzz seed corpus into dir/heapv2/.
+ * Hooks for tests/integration/pprof_tools_test.sh (jeprof): with
+ * AP_WRITE_SAMPLE_HEAPV2=path the run writes a heap_v2 file there; with
+ * AP_READ_HEAPV2=path it decodes that file, prints its totals and, with
+ * AP_REENCODE_HEAPV2=out, writes it back out as heap_v2 (keeping the
+ * original MAPPED_LIBRARIES mappings). AP_WRITE_CORPUS=dir writes the fuzz
+ * seed corpus into dir/heapv2/.
  */
 #include "aptest.h"
 #include "fmt_testutil.h"
@@ -565,4 +568,37 @@ AP_TEST(integration_hook_write_sample)
 	       (long long)(v[0][3] + v[1][3]), tol);
 	lfree(txt, len + 1);
 	ap_profile_destroy(p);
+}
+
+/* Decode a heap_v2 file (a real jemalloc dump in the integration test). */
+AP_TEST(integration_hook_read)
+{
+	const char *path = getenv("AP_READ_HEAPV2");
+	if (!path)
+		return;
+	FILE *f = fopen(path, "rb");
+	AP_CHECK_MSG(f != NULL, "cannot open %s", path);
+	static unsigned char data[64 << 20];
+	size_t len = fread(data, 1, sizeof data, f);
+	fclose(f);
+	ap_profile *q;
+	char err[200];
+	int rc = ap_heapv2_decode(data, len, NULL, &q, err, sizeof err);
+	AP_CHECK_MSG(rc == 0, "decode %s: %s", path, err);
+	long long sum[4] = { 0, 0, 0, 0 };
+	for (size_t i = 0; i < q->nsamples; i++)
+		for (int k = 0; k < 4; k++)
+			sum[k] += q->samples[i].values[k];
+	printf("decoded samples=%zu mappings=%zu alloc_objects=%lld "
+	       "alloc_space=%lld inuse_objects=%lld inuse_space=%lld\n",
+	       q->nsamples, q->nmappings, sum[0], sum[1], sum[2], sum[3]);
+	const char *out = getenv("AP_REENCODE_HEAPV2");
+	if (out) {
+		char *txt;
+		size_t n;
+		AP_CHECK_EQ_INT(ap_heapv2_encode(q, NULL, NULL, &txt, &n), 0);
+		AP_CHECK_EQ_INT(write_bytes(out, txt, n), 0);
+		lfree(txt, n + 1);
+	}
+	ap_profile_destroy(q);
 }
