@@ -190,11 +190,14 @@ AP_API int ap_poisson_interval(uint64_t k, double level, double *lo,
 			       double *hi);
 
 /*
- * The interval allocprof reports for objects: below AP_NB_MAX_SAMPLES the
- * Poisson interval of the sample count scaled by ht_objects / samples (the
- * mean weight 1/pi; exact when the site has one size), else HT normal.
- * ht_var = 0 (every sample had pi = 1, e.g. R = 1) gives [ht_objects,
- * ht_objects]; samples = 0 requires ht_objects = 0 and gives [0, 0].
+ * The interval allocprof reports for objects. objects_hat is a weighted
+ * count; with k = ht_objects^2 / ht_var effective samples and typical
+ * weight c = ht_var / ht_objects, the interval is c times Garwood's Poisson
+ * interval for k (exact for one size with small pi) while k <
+ * AP_NB_MAX_SAMPLES, else HT normal. ht_var = 0 (every sample had pi = 1,
+ * e.g. R = 1) gives [ht_objects, ht_objects]; samples = 0 requires
+ * ht_objects = 0 and gives [0, 0]. AP_EINVAL for negative/NaN/infinite
+ * values, a level outside (0, 1) or NULL out.
  */
 AP_API int ap_objects_interval(uint64_t samples, double ht_objects,
 			       double ht_var, double level, ap_interval *out);

@@ -402,12 +402,17 @@ AP_TEST(poisson_interval_rejects_invalid_level)
 	AP_CHECK_EQ_INT(ap_poisson_interval(3, 0.9, NULL, &hi), AP_EINVAL);
 }
 
-AP_TEST(objects_interval_scales_the_poisson_interval)
+AP_TEST(objects_interval_scales_garwood_by_the_typical_weight)
 {
 	ap_interval iv;
 	double lo, hi;
-	/* Four samples of weight 250 each. */
-	AP_CHECK_EQ_INT(ap_objects_interval(4, 1000, 1e6, 0.95, &iv), 0);
+	/*
+	 * Four samples of weight 250 with (1 - pi) ~ 1: variance 4 * 250^2,
+	 * so 4 effective samples of weight 250: Garwood's interval x 250.
+	 */
+	AP_CHECK_EQ_INT(ap_objects_interval(4, 1000, 4 * 250.0 * 250, 0.95,
+					    &iv),
+			0);
 	AP_CHECK_EQ_INT(ap_poisson_interval(4, 0.95, &lo, &hi), 0);
 	AP_CHECK(iv.estimate == 1000);
 	AP_CHECK_NEAR(iv.lo, lo * 250, 1e-15, 0);
@@ -420,6 +425,14 @@ AP_TEST(objects_interval_scales_the_poisson_interval)
 	AP_CHECK_EQ_INT(ap_objects_interval(0, 5, 0, 0.95, &iv), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_objects_interval(4, -5, 0, 0.95, &iv), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_objects_interval(4, 5, 0, 2, &iv), AP_EINVAL);
+	/*
+	 * 10 samples, but 9 of them certain (weight 1, no variance) and one of
+	 * weight 100: the count's uncertainty is that of one sample, not ten.
+	 */
+	double v1 = (1 - 0.01) * 100 * 100;
+	AP_CHECK_EQ_INT(ap_objects_interval(10, 109, v1, 0.95, &iv), 0);
+	AP_CHECK(iv.hi - iv.lo > 100);
+	/* Many effective samples: the normal interval. */
 	AP_CHECK_EQ_INT(ap_objects_interval(100, 1e4, 1e4, 0.95, &iv), 0);
 	AP_CHECK_NEAR(iv.hi, 1e4 + 1.959963984540054 * 100, 1e-12, 0);
 }
