@@ -149,7 +149,8 @@ jemalloc_dump_checks() {
 	local je ours re
 	je=$(timeout 120 jeprof --text --show_bytes "$prog" "$dump" 2>/dev/null)
 	ours=$(AP_READ_HEAPV2=$dump AP_REENCODE_HEAPV2=$tmp/re.heap \
-		"$heapv2_test" integration_hook_read | grep '^decoded')
+		AP_CONVERT_PPROF=$tmp/conv.pb.gz "$heapv2_test" \
+		integration_hook_read | grep '^decoded')
 	re=$(timeout 120 jeprof --text --show_bytes "$prog" "$tmp/re.heap" 2>/dev/null)
 	local t_je t_ours t_re n
 	t_je=$(sed -n 's/^Total: \([0-9]*\) B.*/\1/p' <<<"$je")
@@ -179,6 +180,20 @@ jemalloc_dump_checks() {
 		printf '%s\n' "$re" | head -10
 	fi
 	expect "re-encoding symbolizes small_alloc" "$re" "% small_alloc"
+	# Converted to pprof, the dump's MAPPED_LIBRARIES mappings let go tool
+	# pprof symbolize it from the binary.
+	if ((have_go)); then
+		local top
+		top=$(timeout 120 go tool pprof -top -unit=bytes "$prog" \
+			"$tmp/conv.pb.gz" 2>&1)
+		if awk '/ big_alloc$/ && $4 == "20971520B" { ok = 1 } END { exit !ok }' \
+			<<<"$top"; then
+			echo "ok   go tool pprof symbolizes the converted jemalloc dump"
+		else
+			fail "go tool pprof on the converted dump:"
+			printf '%s\n' "$top" | head -12
+		fi
+	fi
 	# Against the truth, 8192000 bytes: the HT estimate's standard
 	# deviation is 4096 sqrt(2000 (1 - pi)/pi), 1.7% with pi = 1 - 1/e;
 	# 20% is 12 standard deviations, so only a missing unbiasing fails.

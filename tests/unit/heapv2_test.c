@@ -9,7 +9,7 @@
  * AP_WRITE_SAMPLE_HEAPV2=path the run writes a heap_v2 file there; with
  * AP_READ_HEAPV2=path it decodes that file, prints its totals and, with
  * AP_REENCODE_HEAPV2=out, writes it back out as heap_v2 (keeping the
- * original MAPPED_LIBRARIES mappings). AP_WRITE_CORPUS=dir writes the fuzz
+ * original MAPPED_LIBRARIES mappings), with AP_CONVERT_PPROF=out as pprof. AP_WRITE_CORPUS=dir writes the fuzz
  * seed corpus into dir/heapv2/.
  */
 #include "aptest.h"
@@ -599,6 +599,14 @@ AP_TEST(integration_hook_read)
 		AP_CHECK_EQ_INT(ap_heapv2_encode(q, NULL, NULL, &txt, &n), 0);
 		AP_CHECK_EQ_INT(write_bytes(out, txt, n), 0);
 		lfree(txt, n + 1);
+	}
+	const char *pb = getenv("AP_CONVERT_PPROF");
+	if (pb) {
+		unsigned char *buf;
+		size_t n;
+		AP_CHECK_EQ_INT(ap_pprof_encode(q, true, NULL, &buf, &n), 0);
+		AP_CHECK_EQ_INT(write_bytes(pb, buf, n), 0);
+		lfree(buf, n + 1);
 	}
 	ap_profile_destroy(q);
 }
