@@ -46,17 +46,19 @@ static void report_usage(FILE *f)
 	      "  --json                one JSON object (see docs/REPORTS.md)\n"
 	      "  --no-symbolize        show addresses; do not read the binaries\n"
 	      "\n"
-	      "Intervals: bytes use the exact negative-binomial interval (seed 003:\n"
-	      "failed trials before the s-th sampled byte) when a site has fewer than\n"
-	      "30 samples, and the Horvitz-Thompson normal interval (estimate +- z *\n"
-	      "sqrt(variance estimate)) from 30 samples up; objects use the exact\n"
-	      "Poisson interval of the sample count scaled by the mean weight below 30\n"
-	      "samples, HT normal above. At rate 1 every number is exact. For profiles\n"
-	      "without allocprof's sample counts (e.g. Go's) counts are derived from\n"
-	      "sizes and the period and the intervals are marked approximate.\n"
-	      "\n"
 	      "Exit status: 0 ok, 1 usage error, 2 unreadable or invalid input.\n",
 	      f);
+	fprintf(f,
+		"\nIntervals: bytes use the exact negative-binomial interval (seed 003:\n"
+		"failed trials before the s-th sampled byte) when a site has fewer than\n"
+		"%d samples, and the Horvitz-Thompson normal interval (estimate +- z *\n"
+		"sqrt(variance estimate)) from %d samples up; objects use the exact\n"
+		"Poisson interval of the sample count scaled by the mean weight below %d\n"
+		"samples, HT normal above. At rate 1 every number is exact. For profiles\n"
+		"without allocprof's sample counts (e.g. Go's) counts are derived from\n"
+		"sizes and the period and the intervals are marked approximate.\n"
+		"See docs/REPORTS.md.\n",
+		AP_NB_MAX_SAMPLES, AP_NB_MAX_SAMPLES, AP_NB_MAX_SAMPLES);
 }
 
 struct ropts {

@@ -11,10 +11,11 @@
  * sqrt(0.95 * 0.05 / N) (0.0056 at N = 1500). A site passes when its
  * coverage is >= 0.95 - 4 sd (false failure probability 3e-5 per check,
  * ~1e-3 over all checks here; the seeds are fixed anyway). The exact NB
- * interval is conservative (open at both ends, seed 003), so only the
- * lower side is asserted for sites under 30 samples; HT-normal sites (30+
- * samples) must also stay below 0.95 + 4 sd + 0.01 (normal approximation
- * error), showing the intervals are not merely wide.
+ * interval (below AP_NB_MAX_SAMPLES samples) is conservative (open at both
+ * ends, seed 003), so only the lower side is asserted for it; where the HT
+ * normal interval applies (mean samples >= AP_NB_MAX_SAMPLES) coverage must
+ * also stay below 0.95 + 4 sd + 0.01 (normal approximation error), showing
+ * the intervals are not merely wide.
  *
  * Merging: 20 "processes" (seeds; half sampled at R/2, so the merged
  * profile mixes rates) are merged unbias-then-sum (hv_profile_merge) and
@@ -98,7 +99,8 @@ static int check(const struct cover *c, const char *what)
 		const char *name = i < NSITES ? sites[i].function : "total";
 		printf("  %s %-7s mean samples %6.1f coverage %.4f over %u (%u unsampled)\n",
 		       what, name, s, cov, c->n[i], c->unsampled[i]);
-		if (cov < 0.95 - 4 * sd || (s >= 40 && cov > 0.95 + 4 * sd + 0.01)) {
+		if (cov < 0.95 - 4 * sd ||
+		    (s >= AP_NB_MAX_SAMPLES && cov > 0.95 + 4 * sd + 0.01)) {
 			printf("  ^ outside [%.4f, %.4f]\n", 0.95 - 4 * sd, 0.95 + 4 * sd + 0.01);
 			bad++;
 		}
