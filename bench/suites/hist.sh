@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 n1=200000 n2=400000
 declare -A ipr
 if command -v valgrind >"$tmp/which"; then
-  for mode in limit_index limit_key recorder shared; do
+  for mode in limit_index limit_key limit_call recorder shared; do
     ir() {
       valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
         "$bench" count "$mode" "$1" 2>&1 |
@@ -36,14 +36,14 @@ if command -v valgrind >"$tmp/which"; then
     ipr[$mode]=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
   done
 else
-  for mode in limit_index limit_key recorder shared; do ipr[$mode]=null; done
+  for mode in limit_index limit_key limit_call recorder shared; do ipr[$mode]=null; done
 fi
 
 get() { # get JSON KEY: a number from one flat JSON object
   sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" <<<"$1"
 }
 cat > "$out/hist.json" <<JSON
-{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"recorder":${ipr[recorder]},"shared":${ipr[shared]}}}
+{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"limit_call":${ipr[limit_call]},"recorder":${ipr[recorder]},"shared":${ipr[shared]}}}
 JSON
 
 t() { get "$time_json" "$1"; }
@@ -54,12 +54,14 @@ Recording one value into an \`ap_hist\` at sigbits 5 (\`bench/hist_bench.c\`,
 $rounds rounds; ns are per-thread CPU time per record, medians). The limit
 is a plain \`counts[i]++\` over the same value stream: with the bucket index
 precomputed (\`limit_index\`), and with the key computed inline on a dense
-array (\`limit_key\`, a histogram without lazy memory, sum, min or max).
+array (\`limit_key\`, a histogram without lazy memory, sum, min or max),
+also behind a function call (\`limit_call\`) as any library's record is.
 
 | variant | ns/record | instructions/record (callgrind) |
 |---|---:|---:|
 | limit: counts[i]++ (index precomputed) | $(t limit_index_ns) | ${ipr[limit_index]} |
 | limit: counts[key(v)]++ (dense array) | $(t limit_key_ns) | ${ipr[limit_key]} |
+| limit: the same in an out-of-line function | $(t limit_call_ns) | ${ipr[limit_call]} |
 | per-thread recorder (\`ap_hist_recorder_add\`) | $(t recorder_ns) | ${ipr[recorder]} |
 | shared, atomic, 1 thread (\`ap_hist_add\`) | $(t shared_ns) | ${ipr[shared]} |
 | shared, atomic, 2 threads on one histogram | $(t shared2_ns) | |
@@ -69,6 +71,7 @@ array (\`limit_key\`, a histogram without lazy memory, sum, min or max).
 |---|---:|---:|
 | recorder / limit_index | $(t recorder_over_limit_index) | |
 | recorder / limit_key | $(t recorder_over_limit_key) | <= 2 |
+| recorder / limit_call | $(t recorder_over_limit_call) | |
 | shared 1 thread / limit_index | $(t shared_over_limit_index) | |
 | shared 2 threads / shared 1 thread | $(t shared2_over_shared) | <= 3 |
 
@@ -77,6 +80,8 @@ Memory at sigbits 5 for values spread over 1e3..1e10: $(get "$mem_json" bytes) b
 record, the whole of \`limit_index\`); the recorder keeps exact count, sum,
 sum of squares, min and max on every record, which the limits do not. The
 2-thread figures are CPU time per thread: on this shared, loaded 2-core
-machine the two threads are not guaranteed to run at the same instant, so
-contention is at most what is shown when they overlapped.
+machine the two threads are not guaranteed to run at the same instant; in
+the median round they overlapped for $(t shared2_overlap) of the run's wall
+time, so contention shows only to that extent. Load average at the end of
+the run: $(cut -d' ' -f1-3 /proc/loadavg).
 MD
