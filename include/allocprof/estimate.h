@@ -190,11 +190,12 @@ AP_API int ap_poisson_interval(uint64_t k, double level, double *lo,
 			       double *hi);
 
 /*
- * The interval allocprof reports for objects. objects_hat is a weighted
- * count; with k = ht_objects^2 / ht_var effective samples and typical
- * weight c = ht_var / ht_objects, the interval is c times Garwood's Poisson
- * interval for k (exact for one size with small pi) while k <
- * AP_NB_MAX_SAMPLES, else HT normal. ht_var = 0 (every sample had pi = 1,
+ * The interval allocprof reports for objects, ht_objects being a weighted
+ * count: Fay and Feuer's gamma interval (the lower bound from a gamma with
+ * the estimate's mean and variance, the upper after adding one sample of
+ * the typical weight; Garwood's exact interval times 1/pi for one small
+ * size) unless both samples and ht_objects^2 / ht_var reach
+ * AP_NB_MAX_SAMPLES, then HT normal. ht_var = 0 (every sample had pi = 1,
  * e.g. R = 1) gives [ht_objects, ht_objects]; samples = 0 requires
  * ht_objects = 0 and gives [0, 0]. AP_EINVAL for negative/NaN/infinite
  * values, a level outside (0, 1) or NULL out.

@@ -358,17 +358,19 @@ int ap_poisson_interval(uint64_t k, double level, double *lo, double *hi)
 }
 
 /*
- * Objects are a weighted count: objects_hat = sum of w_i = 1/pi_i, with
- * variance estimate v = sum (1 - pi_i) w_i^2. Treat it as a scaled Poisson
- * count: with c = v / objects_hat (the typical weight, weighted by weight)
- * and k = objects_hat^2 / v (the effective number of samples that carry
- * the uncertainty), objects_hat = c k, and the interval is c times
- * Garwood's for k. With equal weights this is Garwood's exactly (times the
- * weight); with mixed ones it is the gamma interval of Fay and Feuer
- * (1997) with the typical rather than the largest weight. Scaling by the
- * plain sample count instead was far too narrow: large objects add
- * samples but almost no uncertainty to the count, and 30 samples of a
- * mixed site covered only ~0.74.
+ * Objects are a weighted count: objects_hat = y = sum of w_i = 1/pi_i, with
+ * variance estimate v = sum (1 - pi_i) w_i^2. Fay and Feuer's gamma
+ * interval for weighted Poisson counts (1997) fits: the lower bound is the
+ * alpha/2 quantile of a gamma with y's mean and variance (shape y^2/v,
+ * scale v/y); the upper one adds one more sample of weight w first (shape
+ * (y+w)^2/(v+w^2), scale (v+w^2)/(y+w)), the counterpart of the NB
+ * interval's s+1. With equal small weights this is Garwood's exact
+ * interval times the weight. Fay and Feuer take w = the largest weight,
+ * which we do not keep; we use the larger of the mean weight y/s and the
+ * weight-weighted mean v/y. The extra sample matters: scaling by the raw
+ * sample count covered 0.74-0.80 on mixed sites (large objects add samples
+ * but no uncertainty), and without it five objects with pi = 0.97 cover
+ * ~0.86 (one miss moves y by a whole object while v stays tiny).
  */
 int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
 			double level, ap_interval *out)
@@ -384,18 +386,22 @@ int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
 	 */
 	if (samples == 0 || ht_var == 0)
 		return ap_ht_interval(ht_objects, 0, level, out);
-	double k = ht_objects * ht_objects / ht_var;
-	if (k >= AP_NB_MAX_SAMPLES)
-		return ap_ht_interval(ht_objects, ht_var, level, out);
-	double c = ht_var / ht_objects, lo, hi;
-	int rc = garwood(k, level, &lo, &hi);
-	if (rc != 0) {
+	double y = ht_objects, v = ht_var;
+	if (samples >= AP_NB_MAX_SAMPLES && y * y / v >= AP_NB_MAX_SAMPLES)
+		return ap_ht_interval(y, v, level, out);
+	double w = fmax(y / (double)samples, v / y);
+	double tail = 0.5 * (1.0 - level);
+	double lo = specfun_gamma_quantile(y * y / v, tail, false) * (v / y);
+	double hi = specfun_gamma_quantile((y + w) * (y + w) / (v + w * w), tail,
+					   true) *
+		    ((v + w * w) / (y + w));
+	if (isnan(lo) || isnan(hi)) {
 		set_nan(out);
-		return rc;
+		return AP_ERANGE;
 	}
-	out->estimate = ht_objects;
-	out->lo = fmin(lo * c, ht_objects);
-	out->hi = fmax(hi * c, ht_objects);
+	out->estimate = y;
+	out->lo = fmin(lo, y);
+	out->hi = fmax(hi, y);
 	return 0;
 }
 
