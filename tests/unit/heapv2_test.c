@@ -132,6 +132,15 @@ static void jeprof_scale(double n, double s, double *n_out, double *s_out)
  * at most (jeprof's scaling has elasticity between 0 and 1 in the
  * average). Add 1 for the final rounding to integers.
  */
+static double line_tolerance(int64_t objects, int64_t bytes,
+			     uint64_t c_written, uint64_t s_written)
+{
+	double f = -expm1(-((double)bytes / (double)objects) / R);
+	double c_star = (double)objects * f;
+	return fabs((double)c_written - c_star) / c_star +
+	       0.5 / (double)s_written + 1e-12;
+}
+
 static void check_line(int64_t objects, int64_t bytes, double n_jeprof,
 		       double s_jeprof, uint64_t c_written, uint64_t s_written,
 		       int *ok)
@@ -141,10 +150,7 @@ static void check_line(int64_t objects, int64_t bytes, double n_jeprof,
 		*ok = n_jeprof == 0 && s_jeprof == 0;
 		return;
 	}
-	double f = -expm1(-((double)bytes / (double)objects) / R);
-	double c_star = (double)objects * f;
-	double rel = fabs((double)c_written - c_star) / c_star +
-		     0.5 / (double)s_written + 1e-12;
+	double rel = line_tolerance(objects, bytes, c_written, s_written);
 	if (fabs(s_jeprof - (double)bytes) > rel * (double)bytes + 1)
 		*ok = 0;
 	if (fabs(n_jeprof - (double)objects) > rel * (double)objects + 1)
@@ -553,13 +559,9 @@ AP_TEST(integration_hook_write_sample)
 	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < 4; k += 2) {
 			uint64_t c, sb;
-			double f = -expm1(-((double)v[i][k + 1] /
-					    (double)v[i][k]) / R);
 			AP_CHECK_EQ_INT(ap_jeprof_transform((double)v[i][k],
 				(double)v[i][k + 1], R, &c, &sb), 0);
-			double c_star = (double)v[i][k] * f;
-			double rel = fabs((double)c - c_star) / c_star +
-				     0.5 / (double)sb;
+			double rel = line_tolerance(v[i][k], v[i][k + 1], c, sb);
 			tol = rel > tol ? rel : tol;
 		}
 	printf("expect alloc_objects=%lld alloc_space=%lld inuse_objects=%lld "
