@@ -190,6 +190,7 @@ struct hv_view {
 	hv_frame *lframes; /* frames of every location, in profile order */
 	size_t nlframes;
 	signed char *hit_focus, *hit_ignore; /* per lframe: -1 unknown, 0, 1 */
+	bool *drop; /* per lframe: allocator entry point or allocprof itself */
 	char **strs;       /* owned strings (pool) */
 	size_t nstrs, capstrs;
 	hv_keymap *strmap;
@@ -320,12 +321,19 @@ static int expand_locations(struct build *b)
 	v->lframes = calloc(total + 1, sizeof *v->lframes);
 	v->hit_focus = malloc(total + 1);
 	v->hit_ignore = malloc(total + 1);
-	if (!b->runs || !v->lframes || !v->hit_focus || !v->hit_ignore)
+	v->drop = calloc(total + 1, sizeof *v->drop);
+	if (!b->runs || !v->lframes || !v->hit_focus || !v->hit_ignore || !v->drop)
 		return fail(b, AP_ENOMEM, "out of memory");
 	memset(v->hit_focus, -1, total + 1);
 	memset(v->hit_ignore, -1, total + 1);
 	for (size_t i = 0; i < p->nlocations; i++) {
 		const ap_location *l = &p->locations[i];
+		const ap_mapping *m = l->mapping_id ? ap_profile_mapping(p, l->mapping_id)
+						    : NULL;
+		/* frames in the runtime's own object are allocprof's, whatever
+		 * their names */
+		bool preload = m && strstr(ap_profile_string(p, m->filename),
+					   "liballocprof_preload");
 		b->runs[i].first = v->nlframes;
 		for (size_t j = 0; j < l->nlines || (j == 0 && !l->nlines); j++) {
 			hv_frame *f = &v->lframes[v->nlframes++];
@@ -344,6 +352,7 @@ static int expand_locations(struct build *b)
 			f->inlined = j + 1 < l->nlines;
 			if (!f->function || !f->file)
 				return fail(b, AP_ENOMEM, "out of memory");
+			v->drop[v->nlframes - 1] = preload || hv_is_alloc_frame(f->function);
 		}
 		b->runs[i].n = v->nlframes - b->runs[i].first;
 	}
@@ -477,7 +486,7 @@ static int sample_frames(struct build *b, const ap_sample *s, size_t *nout)
 	}
 	size_t skip = 0;
 	if (!b->v->opt.keep_alloc_frames)
-		while (skip < n && hv_is_alloc_frame(b->fbuf[skip].function))
+		while (skip < n && b->v->drop[b->fidx[skip]])
 			skip++;
 	if (skip == n)
 		skip = 0; /* a stack of allocator frames only: show it as is */
@@ -751,6 +760,7 @@ void hv_destroy(hv_view *v)
 	free(v->lframes);
 	free(v->hit_focus);
 	free(v->hit_ignore);
+	free(v->drop);
 	for (size_t i = 0; i < v->nstrs; i++)
 		free(v->strs[i]);
 	free(v->strs);

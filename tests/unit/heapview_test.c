@@ -428,3 +428,35 @@ AP_TEST(keymap_stores_many_keys)
 	AP_CHECK(hv_keymap_put(m, "", 0, 5) == 0 && hv_keymap_get(m, "", 0) == 5);
 	hv_keymap_free(m);
 }
+
+/* Frames in liballocprof_preload.so are dropped whatever their names. */
+AP_TEST(runtime_frames_are_dropped_by_mapping)
+{
+	ap_profile *p;
+	uint64_t mid, fids[2], locs[2];
+	AP_CHECK(ap_profile_create(NULL, &p) == 0);
+	AP_CHECK(ap_profile_init_heap(p, 1) == 0);
+	ap_mapping m = {0};
+	m.memory_start = 0x7000;
+	m.memory_limit = 0x8000;
+	m.filename = ap_profile_intern(p, "/usr/lib/liballocprof_preload.so");
+	AP_CHECK(ap_profile_add_mapping(p, &m, &mid) == 0);
+	const char *names[2] = {"record_slow_path", "load_config"};
+	for (int i = 0; i < 2; i++) {
+		ap_function f = {0, ap_profile_intern(p, names[i]), 0, 0, 0};
+		AP_CHECK(ap_profile_add_function(p, &f, &fids[i]) == 0);
+		ap_line ln = {fids[i], 3, 0};
+		ap_location l = {0, i ? 0 : mid, 0x7100 + (uint64_t)i, &ln, 1, false};
+		AP_CHECK(ap_profile_add_location(p, &l, &locs[i]) == 0);
+	}
+	int64_t vals[14] = {0};
+	vals[ap_profile_find_sample_type(p, AP_ST_ALLOC_OBJECTS)] = 1;
+	vals[ap_profile_find_sample_type(p, AP_ST_ALLOC_SPACE)] = 10;
+	AP_CHECK(ap_profile_add_sample(p, locs, 2, vals, NULL, 0) == 0);
+	hv_view *v = view_of(p, HV_ALLOC, HV_BY_FUNCTION);
+	AP_CHECK(v && hv_nsites(v) == 1);
+	const hv_site *s = hv_site_at(v, 0);
+	AP_CHECK(s && !strcmp(s->function, "load_config") && s->nstack == 1);
+	hv_destroy(v);
+	ap_profile_destroy(p);
+}
