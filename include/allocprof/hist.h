@@ -268,6 +268,17 @@ typedef struct ap_hist_exp {
 AP_API int ap_hist_export_exp(const ap_hist_snap *s, int scale,
 			      const ap_allocator *alloc, ap_hist_exp *out);
 AP_API void ap_hist_exp_free(const ap_allocator *alloc, ap_hist_exp *e);
+/*
+ * Prometheus native histogram at schema -4..8, as the fields of its protobuf
+ * Histogram message in JSON: {"schema","zero_threshold","zero_count",
+ * "count","sum","positive_spans":[{"offset","length"}],"positive_deltas"}.
+ * Spans cover runs of non-empty buckets; deltas are count differences
+ * (int64, wrapping as two's complement as in the protobuf) across spans.
+ */
+AP_API int ap_hist_export_prometheus_native_json(const ap_hist_snap *s,
+						 int schema,
+						 const ap_allocator *alloc,
+						 char **out, size_t *len);
 /* OpenTelemetry ExponentialHistogramDataPoint in OTLP/JSON (one object). */
 AP_API int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,
 				    const ap_allocator *alloc, char **out,

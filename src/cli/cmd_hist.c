@@ -25,7 +25,8 @@ static void usage(FILE *out)
 {
 	fputs("usage: allocprof hist [--sigbits N] [--quantiles Q1,Q2,...]\n"
 	      "                      [--json | --prometheus NAME [--le B1,B2,...]"
-	      " | --otel SCALE]\n"
+	      " |\n"
+	      "                       --native SCHEMA | --otel SCALE]\n"
 	      "\n"
 	      "Reads whitespace-separated non-negative integers from stdin and\n"
 	      "prints count, min, max, mean, standard deviation, quantiles and a\n"
@@ -40,6 +41,8 @@ static void usage(FILE *out)
 	      "  --prometheus NAME  Prometheus text exposition of histogram NAME\n"
 	      "  --le LIST          with --prometheus: these upper bounds instead of\n"
 	      "                     one per bucket (counts split proportionally)\n"
+	      "  --native SCHEMA    Prometheus native histogram at SCHEMA -4..8: the\n"
+	      "                     fields of its protobuf message, as JSON\n"
 	      "  --otel SCALE       OpenTelemetry exponential histogram data point\n"
 	      "                     (OTLP/JSON) at SCALE -4..8\n"
 	      "\n"
@@ -232,13 +235,15 @@ static int print_json(const ap_hist_snap *s, const double *q,
 }
 
 static int print_export(const ap_hist_snap *s, const char *prom,
-			const uint64_t *le, size_t nle, int otel_scale)
+			const uint64_t *le, size_t nle, bool native, int scale)
 {
 	char *out;
 	size_t len;
-	int rc = prom ? ap_hist_export_prometheus(s, prom, NULL, le, nle, NULL,
-						  &out, &len)
-		      : ap_hist_export_otel_json(s, otel_scale, NULL, &out, &len);
+	int rc = prom     ? ap_hist_export_prometheus(s, prom, NULL, le, nle,
+						      NULL, &out, &len)
+		 : native ? ap_hist_export_prometheus_native_json(s, scale, NULL,
+								  &out, &len)
+			  : ap_hist_export_otel_json(s, scale, NULL, &out, &len);
 	if (rc) {
 		ap_cli_error("%s", ap_strerror(rc));
 		return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
@@ -254,8 +259,8 @@ struct opts {
 	size_t nq;
 	uint64_t *le;
 	size_t nle;
-	bool json, otel;
-	int otel_scale;
+	bool json, otel, native;
+	int scale;
 	const char *prom;
 };
 
@@ -268,6 +273,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"prometheus", required_argument, NULL, 'p'},
 		{"le", required_argument, NULL, 'l'},
 		{"otel", required_argument, NULL, 'o'},
+		{"native", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	uint64_t u;
@@ -321,14 +327,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'o':
+		case 'n':
 			if (ap_parse_double(optarg, &d) || d != floor(d) ||
 			    d < -4 || d > 8) {
-				ap_cli_error("--otel: scale must be an integer "
-					     "-4..8, not '%s'", optarg);
+				ap_cli_error("--%s: %s must be an integer -4..8, "
+					     "not '%s'", c == 'o' ? "otel" : "native",
+					     c == 'o' ? "scale" : "schema", optarg);
 				return -1;
 			}
-			o->otel = true;
-			o->otel_scale = (int)d;
+			*(c == 'o' ? &o->otel : &o->native) = true;
+			o->scale = (int)d;
 			break;
 		case 'h': return 1;
 		default:
@@ -342,8 +350,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			     "stdin", argv[optind]);
 		return -1;
 	}
-	if (o->json + !!o->prom + o->otel > 1) {
-		ap_cli_error("--json, --prometheus and --otel exclude each other");
+	if (o->json + !!o->prom + o->otel + o->native > 1) {
+		ap_cli_error("--json, --prometheus, --native and --otel exclude "
+			     "each other");
 		return -1;
 	}
 	if (o->le && !o->prom) {
@@ -395,8 +404,9 @@ static int run(const struct opts *o)
 	}
 	if (ap_hist_snap_count(s))
 		ap_hist_snap_values_at_quantiles(s, q, nq, qv);
-	if (o->prom || o->otel)
-		status = print_export(s, o->prom, o->le, o->nle, o->otel_scale);
+	if (o->prom || o->otel || o->native)
+		status = print_export(s, o->prom, o->le, o->nle, o->native,
+				      o->scale);
 	else if (o->json)
 		status = print_json(s, q, qv, nq);
 	else

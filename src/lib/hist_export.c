@@ -233,3 +233,59 @@ int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,
 	ap_hist_exp_free(alloc, &e);
 	return hist_buf_finish(&b, (unsigned char **)out, len);
 }
+
+/*
+ * Prometheus native histogram, as the fields of its protobuf Histogram
+ * message in JSON: spans of consecutive non-empty buckets (the first span's
+ * offset is the index of its first bucket, later ones the gap since the
+ * previous span's end) and counts delta-encoded across all spans.
+ */
+int ap_hist_export_prometheus_native_json(const ap_hist_snap *s, int schema,
+					  const ap_allocator *alloc, char **out,
+					  size_t *len)
+{
+	if (!out || !len)
+		return AP_EINVAL;
+	ap_hist_exp e;
+	int rc = ap_hist_export_exp(s, schema, alloc, &e);
+	if (rc)
+		return rc;
+	struct hist_buf b;
+	hist_buf_init(&b, alloc);
+	hist_buf_printf(&b, "{\"schema\":%d,\"zero_threshold\":0,"
+			    "\"zero_count\":%llu,\"count\":%llu,\"sum\":",
+			schema, (unsigned long long)e.zero_count,
+			(unsigned long long)s->count);
+	hist_buf_u128(&b, s->sum);
+	hist_buf_puts(&b, ",\"positive_spans\":[");
+	/* Prometheus index = OpenTelemetry index + 1. */
+	int64_t next = 0; /* index just past the previous span */
+	bool first = true;
+	for (size_t i = 0; i < e.ncounts;) {
+		size_t j = i;
+		while (j < e.ncounts && e.counts[j])
+			j++;
+		int64_t start = (int64_t)e.offset + 1 + (int64_t)i;
+		hist_buf_printf(&b, "%s{\"offset\":%lld,\"length\":%zu}",
+				first ? "" : ",",
+				(long long)(first ? start : start - next), j - i);
+		next = start + (int64_t)(j - i);
+		first = false;
+		for (i = j; i < e.ncounts && !e.counts[i]; i++) {
+		}
+	}
+	hist_buf_puts(&b, "],\"positive_deltas\":[");
+	uint64_t prev = 0;
+	first = true;
+	for (size_t i = 0; i < e.ncounts; i++) {
+		if (!e.counts[i])
+			continue;
+		hist_buf_printf(&b, "%s%lld", first ? "" : ",",
+				(long long)(e.counts[i] - prev));
+		prev = e.counts[i];
+		first = false;
+	}
+	hist_buf_puts(&b, "]}\n");
+	ap_hist_exp_free(alloc, &e);
+	return hist_buf_finish(&b, (unsigned char **)out, len);
+}

@@ -62,6 +62,9 @@ assert sum(b[2] for b in d["histogram"]["buckets"]) == 1000' "$tmp/json"
 fi
 "$bin" hist --otel 0 < "$tmp/in" > "$tmp/otel"
 check "otel data point" grep -q '"count":"1000"' "$tmp/otel"
+# Native schema 0 of 1..1000: buckets (2^(i-1), 2^i] for i = 0..10, no gap.
+"$bin" hist --native 0 < "$tmp/in" > "$tmp/native"
+check "native spans" grep -q '"positive_spans":\[{"offset":0,"length":11}\]' "$tmp/native"
 
 # Bad input: exit 2, the line named, nothing on stdout.
 printf '1 2\n3\n4 -5 6\n' | "$bin" hist > "$tmp/out" 2> "$tmp/err"
@@ -81,7 +84,8 @@ check "2^64 - 1 accepted" grep -qx 'max     18446744073709551615' "$tmp/out"
 # Usage errors: exit 1.
 for args in "--sigbits 0" "--sigbits 16" "--sigbits x" "--quantiles 0.5,2" \
 	"--quantiles ,0.5" "--bogus" "--json --prometheus x" "--prometheus 9x" \
-	"--le 10,5 --prometheus x" "--le 10" "--otel 9" "extra"; do
+	"--le 10,5 --prometheus x" "--le 10" "--otel 9" "--native -5" \
+	"--native 0 --otel 0" "extra"; do
 	# shellcheck disable=SC2086
 	"$bin" hist $args < "$tmp/empty" > "$tmp/out" 2>&1
 	check "usage error: $args" test $? -eq 1

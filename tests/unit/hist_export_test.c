@@ -161,3 +161,26 @@ AP_TEST(exponential_export_keeps_the_total_at_every_scale)
 	}
 	ap_hist_snap_destroy(s);
 }
+
+AP_TEST(prometheus_native_uses_spans_and_deltas_with_index_plus_one)
+{
+	/* schema 0: 1 -> native index 0, 2 -> 1, 3 and 4 -> 2, 100 -> 7,
+	 * 1000 -> 10: spans [0, 3), then gap 4, then gap 2. */
+	static const uint64_t v[] = {0, 1, 2, 3, 4, 100, 1000};
+	ap_hist_snap *s = snap_of(7, v, 7);
+	AP_CHECK(s);
+	char *out;
+	size_t len;
+	AP_CHECK_EQ_INT(ap_hist_export_prometheus_native_json(s, 0, NULL, &out,
+							      &len), 0);
+	static const char want[] =
+		"{\"schema\":0,\"zero_threshold\":0,\"zero_count\":1,\"count\":7,"
+		"\"sum\":1110,\"positive_spans\":[{\"offset\":0,\"length\":3},"
+		"{\"offset\":4,\"length\":1},{\"offset\":2,\"length\":1}],"
+		"\"positive_deltas\":[1,0,1,-1,0]}\n";
+	AP_CHECK_MSG(!strcmp(out, want), "got %s", out);
+	ap_hist_buffer_free(NULL, out, len);
+	AP_CHECK_EQ_INT(ap_hist_export_prometheus_native_json(s, 9, NULL, &out,
+							      &len), AP_EINVAL);
+	ap_hist_snap_destroy(s);
+}
