@@ -199,8 +199,80 @@ void ap_hist_exp_free(const ap_allocator *alloc, ap_hist_exp *e)
 		memset(e, 0, sizeof *e);
 }
 
-int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,
-			     const ap_allocator *alloc, char **out, size_t *len)
+/* OTLP/JSON: lowerCamelCase names, 64-bit integers as strings. */
+static void write_otel(struct hist_buf *b, const ap_hist_snap *s,
+		       const ap_hist_exp *e)
+{
+	hist_buf_printf(b, "{\"count\":\"%llu\",\"sum\":",
+			(unsigned long long)s->count);
+	hist_buf_u128(b, s->sum);
+	hist_buf_printf(b,
+			",\"scale\":%d,\"zeroCount\":\"%llu\","
+			"\"zeroThreshold\":0,\"positive\":{\"offset\":%d,"
+			"\"bucketCounts\":[",
+			e->scale, (unsigned long long)e->zero_count,
+			(int)e->offset);
+	for (size_t i = 0; i < e->ncounts; i++)
+		hist_buf_printf(b, "%s\"%llu\"", i ? "," : "",
+				(unsigned long long)e->counts[i]);
+	hist_buf_puts(b, "]},\"negative\":{\"offset\":0,\"bucketCounts\":[]}");
+	if (s->count)
+		hist_buf_printf(b, ",\"min\":%llu,\"max\":%llu",
+				(unsigned long long)s->min,
+				(unsigned long long)s->max);
+	hist_buf_puts(b, "}\n");
+}
+
+/*
+ * Prometheus native histogram, as the fields of its protobuf Histogram
+ * message in JSON: spans of consecutive non-empty buckets (the first span's
+ * offset is the index of its first bucket, later ones the gap since the
+ * previous span's end) and counts delta-encoded across all spans.
+ */
+static void write_native(struct hist_buf *b, const ap_hist_snap *s,
+			 const ap_hist_exp *e)
+{
+	hist_buf_printf(b, "{\"schema\":%d,\"zero_threshold\":0,"
+			    "\"zero_count\":%llu,\"count\":%llu,\"sum\":",
+			e->scale, (unsigned long long)e->zero_count,
+			(unsigned long long)s->count);
+	hist_buf_u128(b, s->sum);
+	hist_buf_puts(b, ",\"positive_spans\":[");
+	/* Prometheus index = OpenTelemetry index + 1. */
+	int64_t next = 0; /* index just past the previous span */
+	bool first = true;
+	for (size_t i = 0; i < e->ncounts;) {
+		size_t j = i;
+		while (j < e->ncounts && e->counts[j])
+			j++;
+		int64_t start = (int64_t)e->offset + 1 + (int64_t)i;
+		hist_buf_printf(b, "%s{\"offset\":%lld,\"length\":%zu}",
+				first ? "" : ",",
+				(long long)(first ? start : start - next), j - i);
+		next = start + (int64_t)(j - i);
+		first = false;
+		for (i = j; i < e->ncounts && !e->counts[i]; i++) {
+		}
+	}
+	hist_buf_puts(b, "],\"positive_deltas\":[");
+	uint64_t prev = 0;
+	first = true;
+	for (size_t i = 0; i < e->ncounts; i++) {
+		if (!e->counts[i])
+			continue;
+		hist_buf_printf(b, "%s%lld", first ? "" : ",",
+				(long long)(e->counts[i] - prev));
+		prev = e->counts[i];
+		first = false;
+	}
+	hist_buf_puts(b, "]}\n");
+}
+
+/* Exponential buckets at scale, written out by one of the writers above. */
+static int export_exp_text(const ap_hist_snap *s, int scale,
+			   const ap_allocator *alloc, char **out, size_t *len,
+			   void (*write)(struct hist_buf *, const ap_hist_snap *,
+					 const ap_hist_exp *))
 {
 	if (!out || !len)
 		return AP_EINVAL;
@@ -210,82 +282,20 @@ int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,
 		return rc;
 	struct hist_buf b;
 	hist_buf_init(&b, alloc);
-	/* OTLP/JSON: lowerCamelCase names, 64-bit integers as strings. */
-	hist_buf_printf(&b,
-			"{\"count\":\"%llu\",\"sum\":",
-			(unsigned long long)s->count);
-	hist_buf_u128(&b, s->sum);
-	hist_buf_printf(&b,
-			",\"scale\":%d,\"zeroCount\":\"%llu\","
-			"\"zeroThreshold\":0,\"positive\":{\"offset\":%d,"
-			"\"bucketCounts\":[",
-			scale, (unsigned long long)e.zero_count,
-			(int)e.offset);
-	for (size_t i = 0; i < e.ncounts; i++)
-		hist_buf_printf(&b, "%s\"%llu\"", i ? "," : "",
-				(unsigned long long)e.counts[i]);
-	hist_buf_puts(&b, "]},\"negative\":{\"offset\":0,\"bucketCounts\":[]}");
-	if (s->count)
-		hist_buf_printf(&b, ",\"min\":%llu,\"max\":%llu",
-				(unsigned long long)s->min,
-				(unsigned long long)s->max);
-	hist_buf_puts(&b, "}\n");
+	write(&b, s, &e);
 	ap_hist_exp_free(alloc, &e);
 	return hist_buf_finish(&b, (unsigned char **)out, len);
 }
 
-/*
- * Prometheus native histogram, as the fields of its protobuf Histogram
- * message in JSON: spans of consecutive non-empty buckets (the first span's
- * offset is the index of its first bucket, later ones the gap since the
- * previous span's end) and counts delta-encoded across all spans.
- */
+int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,
+			     const ap_allocator *alloc, char **out, size_t *len)
+{
+	return export_exp_text(s, scale, alloc, out, len, write_otel);
+}
+
 int ap_hist_export_prometheus_native_json(const ap_hist_snap *s, int schema,
 					  const ap_allocator *alloc, char **out,
 					  size_t *len)
 {
-	if (!out || !len)
-		return AP_EINVAL;
-	ap_hist_exp e;
-	int rc = ap_hist_export_exp(s, schema, alloc, &e);
-	if (rc)
-		return rc;
-	struct hist_buf b;
-	hist_buf_init(&b, alloc);
-	hist_buf_printf(&b, "{\"schema\":%d,\"zero_threshold\":0,"
-			    "\"zero_count\":%llu,\"count\":%llu,\"sum\":",
-			schema, (unsigned long long)e.zero_count,
-			(unsigned long long)s->count);
-	hist_buf_u128(&b, s->sum);
-	hist_buf_puts(&b, ",\"positive_spans\":[");
-	/* Prometheus index = OpenTelemetry index + 1. */
-	int64_t next = 0; /* index just past the previous span */
-	bool first = true;
-	for (size_t i = 0; i < e.ncounts;) {
-		size_t j = i;
-		while (j < e.ncounts && e.counts[j])
-			j++;
-		int64_t start = (int64_t)e.offset + 1 + (int64_t)i;
-		hist_buf_printf(&b, "%s{\"offset\":%lld,\"length\":%zu}",
-				first ? "" : ",",
-				(long long)(first ? start : start - next), j - i);
-		next = start + (int64_t)(j - i);
-		first = false;
-		for (i = j; i < e.ncounts && !e.counts[i]; i++) {
-		}
-	}
-	hist_buf_puts(&b, "],\"positive_deltas\":[");
-	uint64_t prev = 0;
-	first = true;
-	for (size_t i = 0; i < e.ncounts; i++) {
-		if (!e.counts[i])
-			continue;
-		hist_buf_printf(&b, "%s%lld", first ? "" : ",",
-				(long long)(e.counts[i] - prev));
-		prev = e.counts[i];
-		first = false;
-	}
-	hist_buf_puts(&b, "]}\n");
-	ap_hist_exp_free(alloc, &e);
-	return hist_buf_finish(&b, (unsigned char **)out, len);
+	return export_exp_text(s, schema, alloc, out, len, write_native);
 }
