@@ -5,8 +5,10 @@
 #include "aptest.h"
 #include "fmt_testutil.h"
 
+#include "allocprof/heapv2.h"
 #include "allocprof/profile.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 AP_TEST(create_has_empty_string_zero)
@@ -276,4 +278,115 @@ AP_TEST(allocator_without_hooks_rejected)
 	ap_profile *p = (ap_profile *)&a;
 	AP_CHECK_EQ_INT(ap_profile_create(&a, &p), AP_EINVAL);
 	AP_CHECK(p == NULL);
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/*
+ * Count calls into libc's allocator while counting is set: this executable
+ * interposes the malloc family and forwards to glibc's internal entry
+ * points. Sanitizers replace malloc themselves, so there the check is off.
+ */
+#define AP_COUNT_LIBC_MALLOC 1
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t k, size_t n);
+void *__libc_realloc(void *p, size_t n);
+void __libc_free(void *p);
+static volatile int counting;
+static volatile long libc_calls;
+
+void *malloc(size_t n)
+{
+	libc_calls += counting;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t k, size_t n)
+{
+	libc_calls += counting;
+	return __libc_calloc(k, n);
+}
+
+void *realloc(void *p, size_t n)
+{
+	libc_calls += counting;
+	return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+	libc_calls += counting && p;
+	__libc_free(p);
+}
+
+/* A bump allocator over a static buffer: what the runtime's arena is to
+ * these modules, minus the recycling. */
+static unsigned char bump_buf[8 << 20];
+static size_t bump_used;
+
+static void *bump_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	n = (n + 15) & ~(size_t)15;
+	if (n > sizeof bump_buf - bump_used)
+		return NULL;
+	void *p = bump_buf + bump_used;
+	bump_used += n;
+	return p;
+}
+
+static void *bump_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
+{
+	void *q = bump_alloc(ctx, new_n);
+	if (q && p)
+		memcpy(q, p, old_n < new_n ? old_n : new_n);
+	return q;
+}
+
+static void bump_free(void *ctx, void *p, size_t n)
+{
+	(void)ctx, (void)p, (void)n;
+}
+#endif
+
+/*
+ * The preload runtime hands these modules its own arena and must never
+ * reach the malloc it intercepts: building a profile, pprof encode (with
+ * zlib) and decode, and heap_v2 encode and decode with a custom allocator
+ * make no call into libc's malloc family.
+ */
+AP_TEST(custom_allocator_never_reaches_libc_malloc)
+{
+#ifdef AP_COUNT_LIBC_MALLOC
+	ap_allocator a = { bump_alloc, bump_realloc, bump_free, NULL };
+	ap_profile *p = NULL, *q = NULL, *r = NULL;
+	unsigned char *buf = NULL;
+	char *txt = NULL, err[160];
+	size_t len = 0, tlen = 0;
+	counting = 1;
+	int rc = ap_profile_create(&a, &p);
+	if (!rc)
+		rc = build_small(p);
+	if (!rc)
+		rc = ap_pprof_encode(p, true, NULL, &buf, &len);
+	if (!rc)
+		rc = ap_pprof_decode(buf, len, &a, &q, err, sizeof err);
+	if (!rc)
+		rc = ap_heapv2_encode(q, NULL, NULL, &txt, &tlen);
+	if (!rc)
+		rc = ap_heapv2_decode((unsigned char *)txt, tlen, &a, &r, err,
+				      sizeof err);
+	ap_profile_destroy(p);
+	ap_profile_destroy(q);
+	ap_profile_destroy(r);
+	counting = 0;
+	AP_CHECK_EQ_INT(rc, 0);
+	AP_CHECK(bump_used > 0);
+	AP_CHECK_EQ_INT(libc_calls, 0);
+	/* The counter works: one libc allocation is seen. */
+	counting = 1;
+	void *volatile probe = malloc(16);
+	free(probe);
+	counting = 0;
+	AP_CHECK_EQ_INT(libc_calls, 2);
+#endif
 }
