@@ -310,3 +310,20 @@ AP_TEST(recorders_merge_on_read_and_are_reused_after_release)
 	ap_hist_snap_destroy(s);
 	ap_hist_destroy(h);
 }
+
+AP_TEST(a_total_count_past_2_pow_64_is_reported_not_wrapped)
+{
+	ap_hist *h;
+	ap_hist_snap *s = NULL;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_add_n(h, 1, UINT64_MAX), 0);
+	AP_CHECK_EQ_INT(ap_hist_snapshot(h, NULL, &s), 0);
+	AP_CHECK_EQ_U64(ap_hist_snap_count(s), UINT64_MAX);
+	ap_hist_snap_destroy(s);
+	s = NULL;
+	/* One more in another bucket: the total no longer fits. */
+	AP_CHECK_EQ_INT(ap_hist_add(h, 1000), 0);
+	AP_CHECK_EQ_INT(ap_hist_snapshot(h, NULL, &s), AP_ERANGE);
+	AP_CHECK(s == NULL);
+	ap_hist_destroy(h);
+}
