@@ -15,6 +15,7 @@
 #include "aptest.h"
 #include "fmt_testutil.h"
 
+#include "allocprof/codec.h"
 #include "allocprof/estimate.h"
 #include "allocprof/heapv2.h"
 #include "allocprof/profile.h"
@@ -464,6 +465,38 @@ AP_TEST(empty_stack_written_as_null_address)
 	lfree(txt, len + 1);
 	ap_profile_destroy(q);
 	ap_profile_destroy(p);
+}
+
+AP_TEST(decode_any_sniffs_text_pprof_and_gzip)
+{
+	ap_profile *p, *q;
+	bool text = false;
+	char err[200];
+	const unsigned char *t = (const unsigned char *)jemalloc_text;
+	size_t tlen = sizeof jemalloc_text - 1;
+	AP_CHECK_EQ_INT(ap_profile_decode_any(t, tlen, NULL, &q, &text, err,
+					      sizeof err), 0);
+	AP_CHECK(text && q->nsamples == 2);
+	unsigned char *pb, *gz;
+	size_t pblen, gzlen;
+	AP_CHECK_EQ_INT(ap_pprof_encode(q, false, NULL, &pb, &pblen), 0);
+	AP_CHECK_EQ_INT(ap_profile_decode_any(pb, pblen, NULL, &p, &text, err,
+					      sizeof err), 0);
+	AP_CHECK(!text && profiles_differ(p, q) == NULL);
+	ap_profile_destroy(p);
+	AP_CHECK_EQ_INT(ap_gzip_compress(t, tlen, 6, NULL, &gz, &gzlen), 0);
+	AP_CHECK_EQ_INT(ap_profile_decode_any(gz, gzlen, NULL, &p, &text, err,
+					      sizeof err), 0);
+	AP_CHECK(text && profiles_differ(p, q) == NULL);
+	ap_profile_destroy(p);
+	/* Garbage is reported as a pprof problem. */
+	AP_CHECK_EQ_INT(ap_profile_decode_any((const unsigned char *)"\x0f", 1,
+					      NULL, &p, &text, err, sizeof err),
+			AP_ECORRUPT);
+	AP_CHECK(!text && p == NULL && strstr(err, "wire type") != NULL);
+	lfree(gz, gzlen + 1);
+	lfree(pb, pblen + 1);
+	ap_profile_destroy(q);
 }
 
 AP_TEST(encode_rejects_non_heap_profiles)
