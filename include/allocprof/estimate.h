@@ -9,7 +9,7 @@
  *
  *  - Horvitz-Thompson (HT): weight each sampled allocation by 1/pi. Unbiased,
  *    additive (estimates and variance estimates of independent parts add),
- *    normal interval once there are tens of samples.
+ *    normal interval once there are about a hundred samples.
  *  - Negative binomial (NB, seed 003): the failed trials before the s-th
  *    success are NegBin(s, p); gives an exact interval when samples are few.
  *
@@ -22,8 +22,9 @@
  *
  * All functions are pure (no global state, thread-safe) and never abort.
  * Value-returning functions return NaN for invalid input; int-returning ones
- * return 0 or AP_EINVAL (an argument out of its domain) and leave *out as
- * NaNs in that case.
+ * return 0, AP_EINVAL (an argument out of its domain) or AP_ERANGE (a
+ * result too large to compute exactly, e.g. more than 2^53 failures) and
+ * leave *out as NaNs on error.
  */
 #ifndef ALLOCPROF_ESTIMATE_H
 #define ALLOCPROF_ESTIMATE_H
@@ -137,7 +138,8 @@ AP_API int ap_negbin_quantile(double q, double s, double p, double *failures);
  * s = 0: estimate 0, lower bound 0; upper bound from 1 sample when open_end,
  * else 0 (a window bounded by events on both sides with none inside is
  * empty) and u must be 0. rate 1 gives [u, u]. AP_EINVAL for rate < 1 or
- * NaN, a level outside (0, 1), a negative/NaN/infinite u.
+ * NaN, a level outside (0, 1), a negative/NaN/infinite u, samples > 2^53;
+ * AP_ERANGE when a bound exceeds 2^53 failures.
  */
 AP_API int ap_nb_interval(uint64_t samples, double u, double rate,
 			  double level, bool open_start, bool open_end,
