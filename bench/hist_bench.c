@@ -15,7 +15,7 @@
  * (counts[key(v)]++ on a dense array, key computed inline: a histogram
  * with no lazy allocation, no min/max/sum), limit_call (the same behind an
  * out-of-line call, as any library's record function is), recorder
- * (per-thread recorder),
+ * (per-thread recorder), batch (ap_hist_recorder_add_many over the stream),
  * shared (atomic path, one thread), shared2 (atomic path, two threads on the
  * same histogram, ns per record per thread), recorder2 (two threads, one
  * recorder each).
@@ -98,6 +98,12 @@ static void run_recorder(ap_hist_recorder *rec, uint64_t reps, unsigned off)
 			ap_hist_recorder_add(rec, stream[(i + off) % STREAM]);
 }
 
+static void run_batch(ap_hist_recorder *rec, uint64_t reps)
+{
+	for (uint64_t r = 0; r < reps; r++)
+		ap_hist_recorder_add_many(rec, stream, STREAM);
+}
+
 static void run_shared(ap_hist *h, uint64_t reps, unsigned off)
 {
 	for (uint64_t r = 0; r < reps; r++)
@@ -169,12 +175,12 @@ static double two_threads(bool use_recorder)
 }
 
 enum {
-	LIMIT_INDEX, LIMIT_KEY, LIMIT_CALL, RECORDER, SHARED, SHARED2,
+	LIMIT_INDEX, LIMIT_KEY, LIMIT_CALL, RECORDER, BATCH, SHARED, SHARED2,
 	RECORDER2, NV
 };
 static const char *const names[NV] = {"limit_index", "limit_key",
-				       "limit_call", "recorder", "shared",
-				       "shared2", "recorder2"};
+				       "limit_call", "recorder", "batch",
+				       "shared", "shared2", "recorder2"};
 
 static double measure(int v)
 {
@@ -193,6 +199,7 @@ static double measure(int v)
 	case LIMIT_KEY: run_limit_key(REPS); break;
 	case LIMIT_CALL: run_limit_call(REPS); break;
 	case RECORDER: run_recorder(rec, REPS, 0); break;
+	case BATCH: run_batch(rec, REPS); break;
 	default: run_shared(h, REPS, 0); break;
 	}
 	double ns = (now_ns() - t0) / ((double)REPS * STREAM);
@@ -214,7 +221,7 @@ static double median(double *x, int n)
 
 static int cmd_time(int rounds)
 {
-	double ns[NV][64], ratio[5][64], overlap[64];
+	double ns[NV][64], ratio[6][64], overlap[64];
 	for (int r = 0; r < rounds; r++) {
 		for (int v = 0; v < NV; v++) {
 			ns[v][r] = measure(v);
@@ -227,15 +234,16 @@ static int cmd_time(int rounds)
 		ratio[2][r] = ns[SHARED][r] / ns[LIMIT_INDEX][r];
 		ratio[3][r] = ns[SHARED2][r] / ns[SHARED][r];
 		ratio[4][r] = ns[RECORDER][r] / ns[LIMIT_CALL][r];
+		ratio[5][r] = ns[BATCH][r] / ns[LIMIT_KEY][r];
 	}
 	printf("{\"rounds\":%d,\"records_per_run\":%u", rounds, REPS * STREAM);
 	for (int v = 0; v < NV; v++)
 		printf(",\"%s_ns\":%.3f", names[v], median(ns[v], rounds));
-	static const char *const rn[5] = {
+	static const char *const rn[6] = {
 		"recorder_over_limit_index", "recorder_over_limit_key",
 		"shared_over_limit_index", "shared2_over_shared",
-		"recorder_over_limit_call"};
-	for (int i = 0; i < 5; i++)
+		"recorder_over_limit_call", "batch_over_limit_key"};
+	for (int i = 0; i < 6; i++)
 		printf(",\"%s\":%.3f", rn[i], median(ratio[i], rounds));
 	printf(",\"shared2_overlap\":%.3f", median(overlap, rounds));
 	uint64_t sink = 0;
@@ -255,6 +263,10 @@ static int cmd_count(const char *mode, uint64_t n)
 	if (!strcmp(mode, "recorder"))
 		for (uint64_t i = 0; i < n; i++)
 			ap_hist_recorder_add(rec, stream[i % STREAM]);
+	else if (!strcmp(mode, "batch"))
+		for (uint64_t i = 0; i < n; i += STREAM)
+			ap_hist_recorder_add_many(rec, stream,
+						  n - i < STREAM ? n - i : STREAM);
 	else if (!strcmp(mode, "shared"))
 		for (uint64_t i = 0; i < n; i++)
 			ap_hist_add(h, stream[i % STREAM]);

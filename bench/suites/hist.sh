@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 n1=200000 n2=400000
 declare -A ipr
 if command -v valgrind >"$tmp/which"; then
-  for mode in limit_index limit_key limit_call recorder shared; do
+  for mode in limit_index limit_key limit_call recorder batch shared; do
     ir() {
       valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
         "$bench" count "$mode" "$1" 2>&1 |
@@ -36,14 +36,14 @@ if command -v valgrind >"$tmp/which"; then
     ipr[$mode]=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
   done
 else
-  for mode in limit_index limit_key limit_call recorder shared; do ipr[$mode]=null; done
+  for mode in limit_index limit_key limit_call recorder batch shared; do ipr[$mode]=null; done
 fi
 
 get() { # get JSON KEY: a number from one flat JSON object
   sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" <<<"$1"
 }
 cat > "$out/hist.json" <<JSON
-{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"limit_call":${ipr[limit_call]},"recorder":${ipr[recorder]},"shared":${ipr[shared]}}}
+{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"limit_call":${ipr[limit_call]},"recorder":${ipr[recorder]},"batch":${ipr[batch]},"shared":${ipr[shared]}}}
 JSON
 
 t() { get "$time_json" "$1"; }
@@ -63,6 +63,7 @@ also behind a function call (\`limit_call\`) as any library's record is.
 | limit: counts[key(v)]++ (dense array) | $(t limit_key_ns) | ${ipr[limit_key]} |
 | limit: the same in an out-of-line function | $(t limit_call_ns) | ${ipr[limit_call]} |
 | per-thread recorder (\`ap_hist_recorder_add\`) | $(t recorder_ns) | ${ipr[recorder]} |
+| per-thread recorder, batches of 16384 (\`ap_hist_recorder_add_many\`) | $(t batch_ns) | ${ipr[batch]} |
 | shared, atomic, 1 thread (\`ap_hist_add\`) | $(t shared_ns) | ${ipr[shared]} |
 | shared, atomic, 2 threads on one histogram | $(t shared2_ns) | |
 | per-thread recorders, 2 threads | $(t recorder2_ns) | |
@@ -72,6 +73,7 @@ also behind a function call (\`limit_call\`) as any library's record is.
 | recorder / limit_index | $(t recorder_over_limit_index) | |
 | recorder / limit_key | $(t recorder_over_limit_key) | <= 2 |
 | recorder / limit_call | $(t recorder_over_limit_call) | |
+| batch / limit_key | $(t batch_over_limit_key) | |
 | shared 1 thread / limit_index | $(t shared_over_limit_index) | |
 | shared 2 threads / shared 1 thread | $(t shared2_over_shared) | <= 3 |
 

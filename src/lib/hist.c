@@ -414,6 +414,51 @@ int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
 	return 0;
 }
 
+/*
+ * Batch form: the same fast path with sum, sum of squares, min and max held
+ * in registers for the whole batch (128-bit, so no per-value overflow test
+ * but one for the sum of squares) and added to the recorder once at the end;
+ * a snapshot taken meanwhile sees them lag the buckets, as documented. A
+ * value whose exponent has no counters yet goes through the general path.
+ */
+int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
+{
+	struct hist_core *c = &r->core;
+	unsigned s = c->sigbits;
+	uint32_t mask = c->mask;
+	hist_u128 sum = 0, sq = 0;
+	bool sat = false;
+	uint64_t mn = atomic_load_explicit(&c->min, RLX);
+	uint64_t mx = atomic_load_explicit(&c->max, RLX);
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = v[i];
+		unsigned b = 63u ^ (unsigned)__builtin_clzll(x | (UINT64_C(1) << s));
+		unsigned e = b - s;
+		_Atomic uint64_t *ch = atomic_load_explicit(
+			&c->chunk[e + (unsigned)(x >> b)], memory_order_acquire);
+		if (AP_UNLIKELY(!ch)) {
+			int one = recorder_add_slow(r, x);
+			rc = one ? one : rc;
+			mn = atomic_load_explicit(&c->min, RLX);
+			mx = atomic_load_explicit(&c->max, RLX);
+			continue;
+		}
+		_Atomic uint64_t *cnt = &ch[(x >> e) & mask];
+		atomic_store_explicit(cnt, atomic_load_explicit(cnt, RLX) + 1, RLX);
+		sum += x;
+		sat |= __builtin_add_overflow(sq, (hist_u128)x * x, &sq);
+		mn = x < mn ? x : mn;
+		mx = x > mx ? x : mx;
+	}
+	atomic_store_explicit(&c->min, mn, RLX);
+	atomic_store_explicit(&c->max, mx, RLX);
+	add128(&c->sum_lo, &c->sum_hi, sum, false);
+	if (sat || add128(&c->sq_lo, &c->sq_hi, sq, false))
+		atomic_store_explicit(&c->sq_sat, 1, RLX);
+	return rc;
+}
+
 int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n)
 {
 	return n ? core_add(&r->core, &r->parent->alloc, v, n, false) : 0;

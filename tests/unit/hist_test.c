@@ -327,3 +327,42 @@ AP_TEST(a_total_count_past_2_pow_64_is_reported_not_wrapped)
 	AP_CHECK(s == NULL);
 	ap_hist_destroy(h);
 }
+
+AP_TEST(batch_recording_equals_one_by_one_including_rare_cases)
+{
+	/* Run 0: values below 2^44 (many >= 2^32, whose squares pass 64
+	 * bits; 5000 squares < 2^101: no saturation) with new exponents
+	 * arriving mid-batch. Run 1: full-range values with UINT64_MAX, whose
+	 * squares saturate the 128-bit sum of squares. */
+	static uint64_t v[5000];
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	for (int run = 0; run < 2; run++) {
+		for (int i = 0; i < 5000; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			v[i] = (x >> (x % 64)) >> (run ? 0 : 20);
+		}
+		v[10] = 0;
+		if (run)
+			v[20] = v[21] = UINT64_MAX;
+		ap_hist *a, *b;
+		ap_hist_recorder *ra, *rb;
+		AP_CHECK_EQ_INT(ap_hist_create(&a, 6, NULL), 0);
+		AP_CHECK_EQ_INT(ap_hist_create(&b, 6, NULL), 0);
+		AP_CHECK(!ap_hist_recorder_get(a, &ra) && !ap_hist_recorder_get(b, &rb));
+		for (size_t i = 0; i < 5000; i++)
+			AP_CHECK_EQ_INT(ap_hist_recorder_add(ra, v[i]), 0);
+		AP_CHECK_EQ_INT(ap_hist_recorder_add_many(rb, v, 2500), 0);
+		AP_CHECK_EQ_INT(ap_hist_recorder_add_many(rb, v + 2500, 2500), 0);
+		AP_CHECK_EQ_INT(ap_hist_recorder_add_many(rb, NULL, 0), 0);
+		ap_hist_snap *sa, *sb;
+		AP_CHECK_EQ_INT(ap_hist_snapshot(a, NULL, &sa), 0);
+		AP_CHECK_EQ_INT(ap_hist_snapshot(b, NULL, &sb), 0);
+		uint64_t hi, lo;
+		AP_CHECK(ap_hist_snap_equal(sa, sb));
+		AP_CHECK(ap_hist_snap_sumsq(sa, &hi, &lo) == !run);
+		ap_hist_snap_destroy(sa);
+		ap_hist_snap_destroy(sb);
+		ap_hist_destroy(a);
+		ap_hist_destroy(b);
+	}
+}
