@@ -85,8 +85,9 @@ AP_API int ap_hist_add_n(ap_hist *h, uint64_t v, uint64_t n);
  * Record v with a real weight w >= 0 (Horvitz-Thompson 1/pi weights): the
  * integer part of w is added to v's bucket and the fraction to a 32.32
  * fixed-point carry; each time the carry passes a whole unit, v's bucket gets
- * one more. Total weight is kept to within 1 + 2^-32 per call; each call's
- * bucket error is below 1. The sum grows by v times the count actually added.
+ * one more. The total count stays within 1 of the total weight (plus 2^-32
+ * of rounding per call); each call's bucket error is below 1. The sum grows
+ * by v times the count actually added.
  * AP_EINVAL for NaN, negative or w >= 2^63.
  */
 AP_API int ap_hist_add_weight(ap_hist *h, uint64_t v, double w);
