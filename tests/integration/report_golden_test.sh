@@ -4,7 +4,8 @@
 # AP_TEST_PRELOAD), and `allocprof report --json` must give exactly its
 # bytes and objects per function, intervals collapsed onto them, with the
 # right source file and line for every site, in both views; --by line and
-# --by stack, filters and the table output agree.
+# --by stack, filters and the table output agree; C++ and Rust legacy names
+# are demangled from DWARF and, in a copy without DWARF, from ELF symbols.
 set -euo pipefail
 : "${AP_BINDIR:?}" "${AP_PROGDIR:?}"
 CLI=$AP_BINDIR/allocprof
@@ -90,6 +91,19 @@ if errors:
     print("\n".join(errors))
     sys.exit(1)
 EOF
+
+# Demangling also from ELF symbols alone: a copy without DWARF (the
+# C++ and Rust legacy names of rpt_sites' two mangled sites)
+if command -v objcopy >/dev/null; then
+	cp "$PROG" "$TMP/stripped"
+	objcopy --strip-debug "$TMP/stripped"
+	LD_PRELOAD=$LIB ALLOCPROF_OPTIONS="rate=1,output=$TMP/stripped.pb.gz" "$TMP/stripped"
+	"$CLI" report --alloc --json --top 0 "$TMP/stripped.pb.gz" > "$TMP/stripped.json"
+	for f in 'ns::Parser::node' 'core::fmt::write' make_nodes; do
+		grep -q "\"function\":\"$f\",\"file\":\"\"" "$TMP/stripped.json" ||
+			fail "stripped copy: no $f: $(cat "$TMP/stripped.json")"
+	done
+fi
 
 # the table names the sites with file:line and ends with the total line
 "$CLI" report --alloc "$prof" > "$TMP/table.txt"

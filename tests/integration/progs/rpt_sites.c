@@ -4,6 +4,10 @@
  * bytes to it; the byte and object counts are fixed (printed by --truth as
  * "function alloc_bytes alloc_objects inuse_bytes inuse_objects line"),
  * so a profile at rate=1 must report exactly these numbers.
+ *
+ * Two sites carry mangled assembler names, a C++ one and a Rust legacy one
+ * (with its "::h<hash>" suffix), so demangling is checked without a C++ or
+ * Rust compiler.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +19,7 @@
 
 static void *keep[N_NODES + N_BUFS + N_BIG + 16];
 static size_t nkeep;
-static int line_nodes, line_bufs, line_big, line_zeroed;
+static int line_nodes, line_bufs, line_big, line_zeroed, line_cxx, line_rust;
 
 __attribute__((noinline)) static void make_nodes(void)
 {
@@ -63,12 +67,31 @@ __attribute__((noinline)) static void make_zeroed(void)
 	}
 }
 
+/* ns::Parser::node(unsigned long) */
+__attribute__((noinline)) void *cxx_node(size_t n) __asm__("_ZN2ns6Parser4nodeEm");
+void *cxx_node(size_t n)
+{
+	void *p = malloc(n); line_cxx = __LINE__;
+	return p;
+}
+
+/* core::fmt::write, Rust legacy mangling with its hash */
+__attribute__((noinline)) void *rust_write(size_t n)
+	__asm__("_ZN4core3fmt5write17h0123456789abcdefE");
+void *rust_write(size_t n)
+{
+	void *p = malloc(n); line_rust = __LINE__;
+	return p;
+}
+
 int main(int argc, char **argv)
 {
 	make_nodes();
 	make_buffers();
 	make_big();
 	make_zeroed();
+	keep[nkeep++] = cxx_node(24);
+	keep[nkeep++] = rust_write(40);
 	if (argc > 1 && !strcmp(argv[1], "--truth")) {
 		printf("make_nodes %d %d %d %d %d\n", 48 * N_NODES, N_NODES,
 		       48 * (N_NODES / 2), N_NODES / 2, line_nodes);
@@ -77,6 +100,8 @@ int main(int argc, char **argv)
 		printf("make_big %d %d %d %d %d\n", N_BIG << 20, N_BIG, 0, 0, line_big);
 		printf("make_zeroed %d %d %d %d %d\n", 200 * 10, 10, 200 * 10, 10,
 		       line_zeroed);
+		printf("ns::Parser::node %d %d %d %d %d\n", 24, 1, 24, 1, line_cxx);
+		printf("core::fmt::write %d %d %d %d %d\n", 40, 1, 40, 1, line_rust);
 	}
 	return 0;
 }
