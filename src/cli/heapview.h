@@ -1,6 +1,7 @@
 /*
  * heapview.h: what a person reads from heap profiles. Loads one or more
- * gzip'd pprof heap profiles (several are merged: values are already
+ * heap profiles (gzip'd or plain pprof, or jemalloc heap_v2 text; several
+ * are merged: values are already
  * unbiased, so they add; samples drawn at another rate keep their own weight
  * through a "rate" label), symbolizes them (symbolize.h), then builds a
  * view: alloc or inuse, requested or usable bytes, filtered by function-name
@@ -174,8 +175,10 @@ const char *hv_method_name(hv_method m); /* "exact", "nb", "normal" */
 /* ---- Profile-level helpers shared by report, merge and convert -------- */
 
 /*
- * Read and decode each file, then merge them (hv_profile_merge). One file is
- * returned as decoded. The result is not symbolized.
+ * Read and decode each file (pprof, gzip'd or not; heap_v2 text by its
+ * "heap_v2/" or "heap profile:" header), then merge them (hv_profile_merge).
+ * One file is returned as decoded. The result is not symbolized. Files
+ * without alloc_space/inuse_space sample types are rejected.
  */
 int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
 		     char *err, size_t errlen);

@@ -29,6 +29,7 @@ done
 "$CLI" report --alloc --by stack --json --top 0 "$prof" > "$TMP/stack.json"
 "$CLI" report --alloc --focus '^make_(nodes|big)$' --json "$prof" > "$TMP/focus.json"
 "$CLI" report --alloc --size 4096:4096 --json "$prof" > "$TMP/size.json"
+"$CLI" report --alloc --sizes --json "$prof" > "$TMP/sizes.json"
 
 python3 - "$TMP" <<'EOF'
 import json, sys
@@ -87,6 +88,12 @@ size = json.load(open(d + "/size.json"))
 # (stdio's 4096-byte buffer matches the size range too)
 check([s["function"] for s in size["sites"] if s["function"].startswith("make_")]
       == ["make_buffers"], f"--size: {size['sites']}")
+# --sizes: at rate 1 the size histogram counts every allocation once
+sz = json.load(open(d + "/sizes.json"))
+hist = sz.get("distributions", {}).get("alloc_size", {})
+check(hist.get("count") == sz["total"]["objects"], f"--sizes count {hist} vs {sz['total']}")
+check(hist.get("min") == 24 and hist.get("max") == 1 << 20, f"--sizes range {hist}")
+check(hist.get("quantiles", {}).get("0.5") == 48, f"--sizes median {hist}")
 if errors:
     print("\n".join(errors))
     sys.exit(1)
@@ -110,4 +117,5 @@ fi
 grep -q "make_nodes  .*rpt_sites.c:$(awk '$1=="make_nodes"{print $6}' "$TMP/truth.txt")" "$TMP/table.txt" ||
 	fail "table: $(cat "$TMP/table.txt")"
 grep -q " total$" "$TMP/table.txt" || fail "table has no total line"
+"$CLI" report --alloc --sizes "$prof" | grep -q '^alloc_size: ' || fail "--sizes: no size table"
 echo "report golden: ok"
