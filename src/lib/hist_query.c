@@ -161,7 +161,7 @@ bool ap_hist_snap_sumsq(const ap_hist_snap *s, uint64_t *hi, uint64_t *lo)
 double ap_hist_snap_mean(const ap_hist_snap *s)
 {
 	if (!s->count)
-		return NAN;
+		return (double)NAN;
 	return (double)((long double)s->sum / (long double)s->count);
 }
 
@@ -211,7 +211,7 @@ static long double exact_variance(const ap_hist_snap *s)
 double ap_hist_snap_stddev(const ap_hist_snap *s)
 {
 	if (!s->count)
-		return NAN;
+		return (double)NAN;
 	if (s->min == s->max)
 		return 0.0;
 	long double v = s->sq_sat ? bucket_variance(s) : exact_variance(s);
@@ -380,7 +380,7 @@ double ap_hist_snap_rank_of_value(const ap_hist_snap *s, uint64_t v)
 double ap_hist_snap_quantile_of_value(const ap_hist_snap *s, uint64_t v)
 {
 	if (!s->count)
-		return NAN;
+		return (double)NAN;
 	double n = (double)s->count;
 	return (n - ap_hist_snap_count_above(s, v, NULL, NULL)) / n;
 }

@@ -88,6 +88,6 @@ AP_TEST(sigbits_for_digits_is_the_smallest_sufficient_precision)
 	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits(5), 0);
 	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits(0), 0);
 	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits(-1), 0);
-	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits(NAN), 0);
-	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits(INFINITY), 0);
+	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits((double)NAN), 0);
+	AP_CHECK_EQ_U64(ap_hist_sigbits_for_digits((double)INFINITY), 0);
 }

@@ -208,7 +208,7 @@ AP_TEST(rank_and_quantile_arguments_are_checked)
 		AP_CHECK_EQ_INT(ap_hist_add(h, v), 0);
 	AP_CHECK_EQ_INT(ap_hist_snapshot(h, NULL, &s), 0);
 	uint64_t v = 0;
-	double bad[] = {NAN, -0.01, 1.01};
+	double bad[] = {(double)NAN, -0.01, 1.01};
 	for (int i = 0; i < 3; i++) {
 		AP_CHECK_EQ_INT(ap_hist_snap_value_at_quantile(s, bad[i], &v),
 				AP_EINVAL);

@@ -184,9 +184,9 @@ AP_TEST(weighted_recording_keeps_total_weight)
 {
 	ap_hist *h;
 	AP_CHECK_EQ_INT(ap_hist_create(&h, 5, NULL), 0);
-	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, NAN), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, (double)NAN), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, -1), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, INFINITY), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, (double)INFINITY), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, 1e19), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_hist_add_weight(h, 10, 0), 0);
 	/* 1000 weights of 1/pi = 2.7: total 2700 within 1. */
