@@ -23,13 +23,13 @@
 
 #include "allocprof/codec.h"
 #include "config.h"
+#include "log.h"
 #include "unwinder.h"
 #if __has_include("allocprof/heapv2.h")
 #include "allocprof/heapv2.h"
 #define DUMP_HAVE_HEAPV2 1
 #endif
 
-extern void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- mappings -------------------------------------------------------------- */
 

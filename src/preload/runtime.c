@@ -24,7 +24,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,25 +278,7 @@ static int resolve_real(void)
 	return 0;
 }
 
-/* ---- logging ----------------------------------------------------------- */
-
-void rt_log(const char *fmt, ...)
-{
-	char buf[512];
-	int n = snprintf(buf, sizeof buf, "allocprof: ");
-	va_list ap;
-	va_start(ap, fmt);
-	int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (m < 0)
-		return;
-	size_t len = (size_t)n + (size_t)m;
-	if (len > sizeof buf - 2)
-		len = sizeof buf - 2;
-	buf[len++] = '\n';
-	ssize_t w = write(STDERR_FILENO, buf, len);
-	(void)w;
-}
+/* ---- options ------------------------------------------------------------ */
 
 static void option_error(void *ctx, const char *msg)
 {
@@ -327,10 +308,12 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	arena_unlock(&rt.a);
-	set_unlock_all(&rt_set);
-	table_unlock(&rt.table);
-	pthread_mutex_unlock(&rt.dump_lock);
+	/* Re-initialise rather than unlock: the child's thread id differs from
+	 * the parent's, and glibc's rwlock unlock checks the writer's id. */
+	arena_reset_lock(&rt.a);
+	set_reset_lock(&rt_set);
+	pthread_mutex_init(&rt.table.lock, NULL);
+	pthread_mutex_init(&rt.dump_lock, NULL);
 	rt.pid = (long)getpid();
 	if (rt.opt.fork_mode == RT_FORK_STOP) {
 		/* Stop sampling; frees of sampled blocks keep working. */

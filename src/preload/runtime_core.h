@@ -20,6 +20,7 @@
 #include "allocprof/sampler.h"
 #include "arena.h"
 #include "config.h"
+#include "log.h"
 #include "sampled_set.h"
 #include "stack_table.h"
 
@@ -85,8 +86,6 @@ void rt_free_sampled(void *p);
 void *rt_realloc_sampled(void *p, size_t n);
 size_t rt_usable_sampled(void *p);
 
-/* Print "allocprof: " + msg + newline on stderr without stdio or malloc. */
-void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* dumper.c: triggers and the dumper thread. */
 void dumper_configure(void);   /* install the signal handler (init) */

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocprof/common.h"
+
 /* Recycling delay for retired tables: far above any free() fast path. */
 #define SET_GRACE_NS 2000000000ULL
 #define SET_MAX_RETIRED 8
@@ -89,10 +91,10 @@ static inline bool set_contains(const sampled_set *s, const void *p)
 	size_t i = set_slot(t, key);
 	for (;;) {
 		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+		if (k == 0) /* first: free(NULL) must not match an empty slot */
+			return false;
 		if (k == key)
 			return true;
-		if (k == 0)
-			return false;
 		i = (i + 1) & t->mask;
 	}
 }

@@ -1,0 +1,108 @@
+/*
+ * preload_arena_test.c: the runtime's mmap-backed allocator
+ * (src/preload/arena.h): zeroing, alignment, reuse, growth, large blocks,
+ * injected failures, and its ap_allocator face.
+ */
+#include <string.h>
+
+#include "aptest.h"
+#include "arena.h"
+
+AP_TEST(blocks_are_zeroed_aligned_and_distinct)
+{
+	arena a;
+	AP_CHECK_EQ_INT(arena_init(&a), 0);
+	unsigned char *prev = NULL;
+	for (size_t n = 0; n < 3000; n += 37) {
+		unsigned char *p = arena_alloc(&a, n);
+		AP_CHECK(p != NULL);
+		AP_CHECK_EQ_U64((uintptr_t)p % 16, 0);
+		AP_CHECK(arena_block_size(p) >= n);
+		for (size_t i = 0; i < n; i++)
+			AP_CHECK(p[i] == 0);
+		memset(p, 0xab, n);
+		AP_CHECK(p != prev);
+		prev = p;
+	}
+	arena_destroy(&a);
+}
+
+AP_TEST(freed_blocks_are_reused_and_come_back_zeroed)
+{
+	arena a;
+	arena_init(&a);
+	unsigned char *p = arena_alloc(&a, 100);
+	memset(p, 0xff, 100);
+	size_t used = a.in_use;
+	arena_free(&a, p);
+	AP_CHECK(a.in_use < used);
+	unsigned char *q = arena_alloc(&a, 90); /* same size class */
+	AP_CHECK(q == p);
+	for (size_t i = 0; i < 90; i++)
+		AP_CHECK(q[i] == 0);
+	arena_free(&a, NULL); /* allowed */
+	arena_destroy(&a);
+}
+
+AP_TEST(large_blocks_get_their_own_mapping)
+{
+	arena a;
+	arena_init(&a);
+	size_t big = 10 * ARENA_MAX_SMALL + 5;
+	unsigned char *p = arena_alloc(&a, big);
+	AP_CHECK(p != NULL);
+	AP_CHECK(arena_block_size(p) >= big);
+	p[big - 1] = 1;
+	size_t mapped = a.mapped;
+	arena_free(&a, p);
+	AP_CHECK(a.mapped < mapped);
+	AP_CHECK(arena_alloc(&a, SIZE_MAX - 8) == NULL); /* overflow, no crash */
+	arena_destroy(&a);
+}
+
+AP_TEST(realloc_keeps_contents)
+{
+	arena a;
+	arena_init(&a);
+	unsigned char *p = arena_alloc(&a, 40);
+	for (int i = 0; i < 40; i++)
+		p[i] = (unsigned char)i;
+	unsigned char *q = arena_realloc(&a, p, 200000);
+	AP_CHECK(q != NULL);
+	for (int i = 0; i < 40; i++)
+		AP_CHECK(q[i] == (unsigned char)i);
+	AP_CHECK(arena_realloc(&a, q, 10) == q); /* shrinking stays in place */
+	arena_free(&a, q);
+	arena_destroy(&a);
+}
+
+AP_TEST(injected_failures_return_null_and_leave_the_arena_usable)
+{
+	arena a;
+	arena_init(&a);
+	a.fail_countdown = 2;
+	void *p1 = arena_alloc(&a, 10);
+	void *p2 = arena_alloc(&a, 10);
+	void *p3 = arena_alloc(&a, 10);
+	AP_CHECK(p1 != NULL);
+	AP_CHECK(p2 == NULL);
+	AP_CHECK(p3 != NULL);
+	a.fail_countdown = 1;
+	AP_CHECK(arena_alloc(&a, 1 << 20) == NULL);
+	AP_CHECK(arena_alloc(&a, 1 << 20) != NULL);
+	arena_destroy(&a);
+}
+
+AP_TEST(works_as_an_ap_allocator)
+{
+	arena a;
+	arena_init(&a);
+	const ap_allocator *al = arena_allocator(&a);
+	char *s = al->alloc(al->ctx, 6);
+	AP_CHECK(s != NULL);
+	memcpy(s, "hello", 6);
+	s = al->realloc(al->ctx, s, 6, 5000);
+	AP_CHECK(s != NULL && strcmp(s, "hello") == 0);
+	al->free(al->ctx, s, 5000);
+	arena_destroy(&a);
+}

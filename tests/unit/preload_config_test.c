@@ -1,0 +1,128 @@
+/*
+ * preload_config_test.c: the runtime's option table (src/preload/config.h)
+ * and the expansion of dump file name patterns.
+ */
+#include <signal.h>
+#include <string.h>
+
+#include "aptest.h"
+#include "config.h"
+#include "unwinder.h"
+
+static char last_msg[600];
+static int nmsg;
+
+static void collect(void *ctx, const char *msg)
+{
+	(void)ctx;
+	snprintf(last_msg, sizeof last_msg, "%s", msg);
+	nmsg++;
+}
+
+AP_TEST(defaults_match_the_documentation)
+{
+	rt_options o;
+	rt_options_default(&o);
+	AP_CHECK_EQ_U64(o.rate, 524288);
+	AP_CHECK(o.dump_at_exit);
+	AP_CHECK_EQ_U64(o.max_depth, 64);
+	AP_CHECK_EQ_INT(o.format, RT_FORMAT_PPROF);
+	AP_CHECK_EQ_INT(o.fork_mode, RT_FORK_FOLLOW);
+	AP_CHECK_EQ_INT(o.signal, 0);
+	AP_CHECK(strcmp(rt_output_pattern(&o), "allocprof.%p.%n.pb.gz") == 0);
+	o.format = RT_FORMAT_HEAPV2;
+	AP_CHECK(strcmp(rt_output_pattern(&o), "allocprof.%p.%n.heap") == 0);
+}
+
+AP_TEST(every_runtime_key_parses)
+{
+	rt_options o;
+	rt_options_default(&o);
+	nmsg = 0;
+	int bad = rt_options_parse(&o,
+				   "rate=1,output=/tmp/x.%p,seed=42,dump_at_exit=0,"
+				   "signal=SIGUSR2,interval=30,every_bytes=1g,peak=1,"
+				   "peak_gap=250ms,max_depth=32,unwinder=fp,"
+				   "format=heap_v2,fork=stop,verbose=1",
+				   collect, NULL);
+	AP_CHECK_MSG(bad == 0, "%s", last_msg);
+	AP_CHECK_EQ_U64(o.rate, 1);
+	AP_CHECK(strcmp(o.output, "/tmp/x.%p") == 0);
+	AP_CHECK_EQ_U64(o.seed, 42);
+	AP_CHECK(!o.dump_at_exit);
+	AP_CHECK_EQ_INT(o.signal, SIGUSR2);
+	AP_CHECK_EQ_U64(o.interval_ns, 30000000000ULL);
+	AP_CHECK_EQ_U64(o.every_bytes, 1ULL << 30);
+	AP_CHECK(o.peak);
+	AP_CHECK_EQ_U64(o.peak_gap_ns, 250000000ULL);
+	AP_CHECK_EQ_U64(o.max_depth, 32);
+	AP_CHECK_EQ_INT(o.unwinder, UNWINDER_FP);
+	AP_CHECK_EQ_INT(o.format, RT_FORMAT_HEAPV2);
+	AP_CHECK_EQ_INT(o.fork_mode, RT_FORK_STOP);
+	AP_CHECK(o.verbose);
+}
+
+AP_TEST(signals_by_name_number_or_none)
+{
+	rt_options o;
+	rt_options_default(&o);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "signal=USR1", collect, NULL), 0);
+	AP_CHECK_EQ_INT(o.signal, SIGUSR1);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "signal=12", collect, NULL), 0);
+	AP_CHECK_EQ_INT(o.signal, 12);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "signal=0", collect, NULL), 0);
+	AP_CHECK_EQ_INT(o.signal, 0);
+	/* Taking over a fatal signal would change the program: refused. */
+	nmsg = 0;
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "signal=SIGSEGV,signal=9,signal=", collect, NULL), 3);
+	AP_CHECK_EQ_INT(o.signal, 0);
+	AP_CHECK(strstr(last_msg, "key 'signal'") != NULL);
+}
+
+AP_TEST(rates_outside_the_sampler_domain_are_refused)
+{
+	rt_options o;
+	rt_options_default(&o);
+	nmsg = 0;
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "rate=0", collect, NULL), 1);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "rate=1000000t", collect, NULL), 1);
+	AP_CHECK_EQ_U64(o.rate, 524288);
+	AP_CHECK(strstr(last_msg, "key 'rate'") != NULL);
+}
+
+AP_TEST(patterns_expand_pid_time_sequence_and_percent)
+{
+	char out[128];
+	AP_CHECK_EQ_INT(rt_expand_pattern("allocprof.%p.%n.pb.gz", 123, 1700000000, 4,
+					  false, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "allocprof.123.4.pb.gz") == 0);
+	AP_CHECK_EQ_INT(rt_expand_pattern("/d/%t-%%-%q", 1, 99, 0, false, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "/d/99-%-%q") == 0);
+	AP_CHECK_EQ_INT(rt_expand_pattern("trailing%", 1, 0, 0, false, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "trailing%") == 0);
+}
+
+AP_TEST(fork_children_get_their_pid_even_without_percent_p)
+{
+	char out[128];
+	AP_CHECK_EQ_INT(rt_expand_pattern("dir.x/heap.pb.gz", 77, 0, 0, true, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "dir.x/heap.77.pb.gz") == 0);
+	AP_CHECK_EQ_INT(rt_expand_pattern("profile", 77, 0, 0, true, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "profile.77") == 0);
+	AP_CHECK_EQ_INT(rt_expand_pattern(".hidden", 77, 0, 0, true, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, ".hidden.77") == 0);
+	/* With %p already there nothing is added. */
+	AP_CHECK_EQ_INT(rt_expand_pattern("a.%p.gz", 77, 0, 0, true, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "a.77.gz") == 0);
+}
+
+AP_TEST(patterns_that_do_not_fit_are_refused)
+{
+	char out[8];
+	AP_CHECK_EQ_INT(rt_expand_pattern("abcdefgh", 1, 0, 0, false, out, sizeof out),
+			AP_ERANGE);
+	AP_CHECK_EQ_INT(rt_expand_pattern("a%p", 123456789, 0, 0, false, out, sizeof out),
+			AP_ERANGE);
+	AP_CHECK_EQ_INT(rt_expand_pattern("abc", 1, 0, 0, false, out, 0), AP_EINVAL);
+	AP_CHECK_EQ_INT(rt_expand_pattern(NULL, 1, 0, 0, false, out, sizeof out), AP_EINVAL);
+}

@@ -1,0 +1,173 @@
+/*
+ * preload_set_test.c: the runtime's lock-free set of sampled pointers
+ * (src/preload/sampled_set.h) alone and under 4 threads inserting, removing
+ * and looking up at once while the table grows and cleans its tombstones.
+ * AP_TEST_THREADED: CI runs this file under ThreadSanitizer.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aptest.h"
+#include "sampled_set.h"
+
+/* Fake, distinct, 16-aligned "pointers" (never dereferenced). */
+static const void *fake(uint64_t thread, uint64_t i)
+{
+	return (const void *)(uintptr_t)(0x100000000ULL + (thread << 32) + i * 16);
+}
+
+static sample_rec rec_for(uint64_t i)
+{
+	sample_rec r;
+	memset(&r, 0, sizeof r);
+	r.weight = (double)i + 0.5;
+	r.u = i;
+	r.usable = i * 2;
+	r.t_ns = i * 3;
+	return r;
+}
+
+AP_TEST(empty_set_contains_nothing)
+{
+	sampled_set s;
+	set_init(&s);
+	AP_CHECK(!set_contains(&s, fake(0, 1)));
+	AP_CHECK(!set_contains(&s, NULL));
+	AP_CHECK(!set_remove(&s, fake(0, 1), NULL));
+	AP_CHECK_EQ_U64(set_size(&s), 0);
+}
+
+AP_TEST(insert_then_remove_returns_the_record)
+{
+	sampled_set s;
+	set_init(&s);
+	sample_rec r = rec_for(7), out;
+	AP_CHECK_EQ_INT(set_insert(&s, fake(0, 7), &r), 0);
+	AP_CHECK(set_contains(&s, fake(0, 7)));
+	AP_CHECK(!set_contains(&s, fake(0, 8)));
+	AP_CHECK(set_get(&s, fake(0, 7), &out));
+	AP_CHECK_EQ_U64(out.u, 7);
+	AP_CHECK(set_remove(&s, fake(0, 7), &out));
+	AP_CHECK(out.weight == 7.5 && out.usable == 14 && out.t_ns == 21);
+	AP_CHECK(!set_contains(&s, fake(0, 7)));
+	/* A second remove (a double free) reports absence. */
+	AP_CHECK(!set_remove(&s, fake(0, 7), &out));
+}
+
+AP_TEST(reserved_key_values_are_refused)
+{
+	sampled_set s;
+	set_init(&s);
+	sample_rec r = rec_for(1);
+	AP_CHECK_EQ_INT(set_insert(&s, NULL, &r), AP_EINVAL);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)1, &r), AP_EINVAL);
+	AP_CHECK(!set_remove(&s, (void *)1, NULL));
+}
+
+AP_TEST(growth_keeps_every_key_and_record)
+{
+	sampled_set s;
+	set_init(&s);
+	enum { N = 20000 };
+	for (uint64_t i = 1; i <= N; i++) {
+		sample_rec r = rec_for(i);
+		AP_CHECK_EQ_INT(set_insert(&s, fake(1, i), &r), 0);
+	}
+	AP_CHECK_EQ_U64(set_size(&s), N);
+	/* The load limit of 1/2 holds after growth. */
+	AP_CHECK(set_capacity(&s) >= 2 * N);
+	for (uint64_t i = 1; i <= N; i++) {
+		sample_rec out;
+		AP_CHECK(set_get(&s, fake(1, i), &out));
+		AP_CHECK_EQ_U64(out.u, i);
+	}
+	AP_CHECK(!set_contains(&s, fake(2, 5)));
+}
+
+AP_TEST(churn_cleans_tombstones_instead_of_growing_forever)
+{
+	sampled_set s;
+	set_init(&s);
+	/* 100 live keys, a million insert/remove pairs: without clean-up the
+	 * table would fill with tombstones and misses would never end. */
+	for (uint64_t i = 1; i <= 100; i++) {
+		sample_rec r = rec_for(i);
+		AP_CHECK_EQ_INT(set_insert(&s, fake(3, i), &r), 0);
+	}
+	for (uint64_t i = 1000; i < 1001000; i++) {
+		sample_rec r = rec_for(i);
+		AP_CHECK_EQ_INT(set_insert(&s, fake(3, i), &r), 0);
+		AP_CHECK(set_remove(&s, fake(3, i), NULL));
+	}
+	AP_CHECK_EQ_U64(set_size(&s), 100);
+	AP_CHECK(set_capacity(&s) <= 1024);
+	for (uint64_t i = 1; i <= 100; i++)
+		AP_CHECK(set_contains(&s, fake(3, i)));
+	AP_CHECK(!set_contains(&s, fake(3, 5000)));
+}
+
+/* ---- 4 threads ------------------------------------------------------------ */
+
+enum { THREADS = 4, KEYS = 3000, ROUNDS = 20 };
+static sampled_set shared;
+
+typedef struct worker_arg {
+	uint64_t id;
+	int errors;
+	uint64_t live;
+} worker_arg;
+
+static void *worker(void *p)
+{
+	worker_arg *w = p;
+	uint64_t t = w->id + 10;
+	bool in[KEYS] = { false };
+	unsigned seed = (unsigned)w->id * 2654435761u + 1;
+	for (int round = 0; round < ROUNDS; round++) {
+		for (uint64_t k = 0; k < KEYS; k++) {
+			seed = seed * 1103515245u + 12345u;
+			uint64_t i = (seed >> 8) % KEYS;
+			const void *key = fake(t, i + 1);
+			/* Only this thread touches its keys, as only a pointer's
+			 * owner frees it; lookups must always be exact. */
+			if (set_contains(&shared, key) != in[i])
+				w->errors++;
+			if (in[i]) {
+				sample_rec out;
+				if (!set_remove(&shared, key, &out) || out.u != i + 1)
+					w->errors++;
+				in[i] = false;
+			} else {
+				sample_rec r = rec_for(i + 1);
+				if (set_insert(&shared, key, &r) != 0)
+					w->errors++;
+				in[i] = true;
+			}
+		}
+	}
+	for (uint64_t i = 0; i < KEYS; i++)
+		w->live += in[i];
+	return NULL;
+}
+
+AP_TEST(four_threads_insert_remove_and_look_up_consistently)
+{
+	set_init(&shared);
+	pthread_t th[THREADS];
+	worker_arg args[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (worker_arg){ .id = (uint64_t)i };
+		AP_CHECK(pthread_create(&th[i], NULL, worker, &args[i]) == 0);
+	}
+	uint64_t live = 0;
+	int errors = 0;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		errors += args[i].errors;
+		live += args[i].live;
+	}
+	AP_CHECK_EQ_INT(errors, 0);
+	AP_CHECK_EQ_U64(set_size(&shared), live);
+	AP_CHECK(atomic_load(&shared.grows) >= 2);
+}

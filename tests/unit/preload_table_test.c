@@ -1,0 +1,268 @@
+/*
+ * preload_table_test.c: stack interning, the additive per-site counters
+ * (src/preload/stack_table.h) and the profile the dumper builds from them
+ * (src/preload/dump.h), fed a fixed sequence of fake samples whose expected
+ * Horvitz-Thompson values are computed here independently.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocprof/codec.h"
+#include "allocprof/hist.h"
+#include "allocprof/profile.h"
+#include "aptest.h"
+#include "dump.h"
+#include "stack_table.h"
+
+static ap_sample_info info_for(uint64_t size, uint64_t offset, double rate)
+{
+	ap_sample_info in;
+	memset(&in, 0, sizeof in);
+	in.size = size;
+	in.offset = offset;
+	in.count = 1;
+	in.prob = -expm1((double)size * log1p(-1.0 / rate));
+	in.weight = 1.0 / in.prob;
+	return in;
+}
+
+static const uintptr_t stack_a[] = { 0x1000, 0x2000, 0x3000 };
+static const uintptr_t stack_b[] = { 0x5000 };
+
+AP_TEST(same_frames_intern_to_one_stack_and_sizes_split_sites)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	ap_sample_info i100 = info_for(100, 10, 1000), i200 = info_for(200, 0, 1000);
+	sample_rec r1, r2, r3, r4;
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i100, 112, &r1, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i100, 112, &r2, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i200, 208, &r3, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 4000, &i200, 208, &r4, NULL), 0);
+	AP_CHECK(r1.site == r2.site);
+	AP_CHECK(r1.site != r3.site); /* another size */
+	AP_CHECK(r3.site != r4.site); /* another rate */
+	AP_CHECK(r1.site->stk == r3.site->stk);
+	table_totals tot;
+	table_totals_get(&t, &tot);
+	AP_CHECK_EQ_U64(tot.nstacks, 1);
+	AP_CHECK_EQ_U64(tot.nsites, 3);
+	AP_CHECK_EQ_U64(tot.samples, 4);
+	AP_CHECK_EQ_U64(r1.u, 90);
+	AP_CHECK_EQ_U64(r1.usable, 112);
+}
+
+AP_TEST(many_stacks_survive_table_growth)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	ap_sample_info in = info_for(64, 0, 1);
+	in.weight = 1;
+	in.prob = 1;
+	for (uintptr_t k = 1; k <= 5000; k++) {
+		uintptr_t pcs[2] = { k * 16, 0x77 };
+		sample_rec r;
+		AP_CHECK_EQ_INT(table_record_alloc(&t, pcs, 2, 1, &in, 64, &r, NULL), 0);
+		AP_CHECK_EQ_U64(r.site->stk->id, k);
+	}
+	/* Re-interning finds the old entries. */
+	uintptr_t pcs[2] = { 1234 * 16, 0x77 };
+	sample_rec r;
+	table_record_alloc(&t, pcs, 2, 1, &in, 64, &r, NULL);
+	AP_CHECK_EQ_U64(r.site->stk->id, 1234);
+	table_totals tot;
+	table_totals_get(&t, &tot);
+	AP_CHECK_EQ_U64(tot.nstacks, 5000);
+	AP_CHECK_NEAR(tot.alloc_space, 5001.0 * 64, 0, 0);
+}
+
+AP_TEST(freeing_subtracts_exactly_what_allocating_added)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	ap_sample_info in = info_for(300, 123, 777);
+	sample_rec r1, r2;
+	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r1, NULL);
+	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r2, NULL);
+	r1.t_ns = 1000;
+	table_record_free(&t, &r1, 5000);
+	const site *s = r1.site;
+	double w = in.weight;
+	AP_CHECK_EQ_U64(s->alloc.samples, 2);
+	AP_CHECK_EQ_U64(s->inuse.samples, 1);
+	AP_CHECK_NEAR(s->alloc.objects, 2 * w, 1e-12, 0);
+	AP_CHECK_NEAR(s->inuse.objects, w, 1e-12, 0);
+	AP_CHECK_NEAR(s->inuse.space, w * 300, 1e-12, 0);
+	AP_CHECK_NEAR(s->inuse.u, 177, 1e-12, 0);
+	AP_CHECK_NEAR(s->inuse.usable, w * 320, 1e-12, 0);
+	AP_CHECK_NEAR(s->inuse.space_var, (w * w - w) * 300.0 * 300.0, 1e-12, 0);
+	table_totals tot;
+	table_totals_get(&t, &tot);
+	AP_CHECK_EQ_U64(tot.frees, 1);
+	AP_CHECK_NEAR(tot.peak_inuse_space, 2 * w * 300, 1e-12, 0);
+	/* A bootstrap record (no site) is ignored. */
+	sample_rec boot;
+	memset(&boot, 0, sizeof boot);
+	table_record_free(&t, &boot, 1);
+	table_totals_get(&t, &tot);
+	AP_CHECK_EQ_U64(tot.frees, 1);
+}
+
+/* ---- the profile ------------------------------------------------------------ */
+
+static int64_t value(const ap_profile *p, const ap_sample *s, const char *type)
+{
+	int i = ap_profile_find_sample_type(p, type);
+	return i < 0 ? -1 : s->values[i];
+}
+
+static const ap_sample *sample_with_size(const ap_profile *p, int64_t size)
+{
+	int64_t key = ap_profile_intern((ap_profile *)p, "bytes");
+	for (size_t i = 0; i < p->nsamples; i++)
+		for (size_t l = 0; l < p->samples[i].nlabels; l++)
+			if (p->samples[i].labels[l].key == key &&
+			    p->samples[i].labels[l].num == size)
+				return &p->samples[i];
+	return NULL;
+}
+
+AP_TEST(profile_carries_ht_values_for_a_fake_sample_sequence)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	const double R = 4096;
+	/* Site A: three samples of 1000 bytes, one freed. Site B: one 64 KiB
+	 * sample drawn at another rate. */
+	ap_sample_info ia = info_for(1000, 400, R), ib = info_for(65536, 5, 512);
+	sample_rec r[4];
+	for (int i = 0; i < 3; i++)
+		table_record_alloc(&t, stack_a, 3, (uint64_t)R, &ia, 1008, &r[i], NULL);
+	table_record_alloc(&t, stack_b, 1, 512, &ib, 65536, &r[3], NULL);
+	r[0].t_ns = 0;
+	table_record_free(&t, &r[0], 2000000);
+
+	dump_input in = { .table = &t, .a = &a, .period = (uint64_t)R,
+			  .format = 0, .start_realtime_ns = 0, .with_mappings = false };
+	ap_profile *p = NULL;
+	AP_CHECK_EQ_INT(dump_build_profile(&in, &p), 0);
+	char err[200];
+	AP_CHECK_MSG(ap_profile_validate(p, err, sizeof err) == 0, "%s", err);
+	AP_CHECK_EQ_INT(p->period, 4096);
+	AP_CHECK(strcmp(ap_profile_string(p, p->default_sample_type), "inuse_space") == 0);
+	AP_CHECK(strcmp(ap_profile_string(p, p->sample_types[0].type), "alloc_objects") == 0);
+	AP_CHECK(strcmp(ap_profile_string(p, p->sample_types[3].type), "inuse_space") == 0);
+	AP_CHECK_EQ_U64(p->nsamples, 2);
+
+	const ap_sample *sa = sample_with_size(p, 1000);
+	AP_CHECK(sa != NULL);
+	double w = ia.weight; /* 1 / (1 - (1 - 1/R)^1000) */
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_objects"), llround(3 * w));
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_space"), llround(3 * w * 1000));
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_objects"), llround(2 * w));
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_space"), llround(2 * w * 1000));
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_samples"), 3);
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_u"), 3 * 600);
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_samples"), 2);
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_u"), 2 * 600);
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_space_var"), llround(3 * (w * w - w) * 1e6));
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_objects_var"), llround(2 * (w * w - w)));
+	AP_CHECK_EQ_INT(value(p, sa, "alloc_usable_space"), llround(3 * w * 1008));
+	AP_CHECK_EQ_INT(value(p, sa, "inuse_usable_space"), llround(2 * w * 1008));
+	/* Leaf first, each address one below the return address. */
+	AP_CHECK_EQ_U64(sa->nlocations, 3);
+	AP_CHECK_EQ_U64(ap_profile_location(p, sa->location_ids[0])->address, 0x0fff);
+	AP_CHECK_EQ_U64(ap_profile_location(p, sa->location_ids[2])->address, 0x2fff);
+	AP_CHECK_EQ_U64(sa->nlabels, 1); /* drawn at the profile's rate */
+
+	const ap_sample *sb = sample_with_size(p, 65536);
+	AP_CHECK(sb != NULL);
+	AP_CHECK_EQ_U64(sb->nlabels, 2);
+	AP_CHECK(strcmp(ap_profile_string(p, sb->labels[1].key), "rate") == 0);
+	AP_CHECK_EQ_INT(sb->labels[1].num, 512);
+	AP_CHECK_EQ_INT(value(p, sb, "inuse_space"), llround(ib.weight * 65536));
+	ap_profile_destroy(p);
+}
+
+AP_TEST(profile_embeds_decodable_histograms)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	ap_sample_info in = info_for(5000, 0, 1);
+	in.weight = 1;
+	in.prob = 1;
+	sample_rec r;
+	for (int i = 0; i < 7; i++)
+		table_record_alloc(&t, stack_b, 1, 1, &in, 5000, &r, NULL);
+	r.t_ns = 100;
+	table_record_free(&t, &r, 1100);
+	dump_input din = { .table = &t, .a = &a, .period = 1, .with_mappings = false };
+	ap_profile *p = NULL;
+	AP_CHECK_EQ_INT(dump_build_profile(&din, &p), 0);
+	int found = 0;
+	for (size_t i = 0; i < p->ncomments; i++) {
+		const char *c = ap_profile_string(p, p->comments[i]);
+		const char *name = "allocprof.hist.alloc_size=";
+		bool size = strncmp(c, name, strlen(name)) == 0;
+		bool life = strncmp(c, "allocprof.hist.lifetime_ns=", 27) == 0;
+		if (!size && !life)
+			continue;
+		const char *b64 = strchr(c, '=') + 1;
+		unsigned char *bin = NULL;
+		size_t n = 0;
+		AP_CHECK_EQ_INT(ap_base64_decode(b64, strlen(b64), NULL, &bin, &n), 0);
+		ap_hist_snap *s = NULL;
+		AP_CHECK_EQ_INT(ap_hist_decode(bin, n, NULL, &s), 0);
+		uint64_t lo, hi;
+		ap_hist_snap_max(s, &hi);
+		ap_hist_snap_min(s, &lo);
+		if (size) {
+			AP_CHECK_EQ_U64(ap_hist_snap_count(s), 7);
+			AP_CHECK_EQ_U64(lo, 5000);
+		} else {
+			AP_CHECK_EQ_U64(ap_hist_snap_count(s), 1);
+			AP_CHECK_EQ_U64(hi, 1000);
+		}
+		ap_hist_snap_destroy(s);
+		free(bin);
+		found++;
+	}
+	AP_CHECK_EQ_INT(found, 2);
+	ap_profile_destroy(p);
+}
+
+AP_TEST(profile_with_mappings_names_the_test_binary_first)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	/* A real return address inside this executable. */
+	uintptr_t pcs[1] = { (uintptr_t)&value + 1 };
+	ap_sample_info in = info_for(10, 0, 1);
+	in.weight = 1;
+	sample_rec r;
+	table_record_alloc(&t, pcs, 1, 1, &in, 16, &r, NULL);
+	dump_input din = { .table = &t, .a = &a, .period = 1, .with_mappings = true };
+	ap_profile *p = NULL;
+	AP_CHECK_EQ_INT(dump_build_profile(&din, &p), 0);
+	AP_CHECK(p->nmappings >= 2); /* this test and libc at least */
+	const char *first = ap_profile_string(p, p->mappings[0].filename);
+	AP_CHECK_MSG(strstr(first, "preload_table_test") != NULL, "first mapping %s", first);
+	AP_CHECK(!p->mappings[0].has_functions);
+	AP_CHECK(strlen(ap_profile_string(p, p->mappings[0].build_id)) >= 16);
+	const ap_location *loc = ap_profile_location(p, p->samples[0].location_ids[0]);
+	AP_CHECK_EQ_U64(loc->mapping_id, p->mappings[0].id);
+	ap_profile_destroy(p);
+}

@@ -1,0 +1,117 @@
+/*
+ * preload_unwind_test.c: the three stack unwinders (src/preload/unwinder.h)
+ * agree on a known recursion, honour max_depth, and drop the frames of the
+ * range given to unwind_set_self.
+ */
+#include <string.h>
+
+#include "aptest.h"
+#include "unwinder.h"
+
+#define DEPTH 12
+
+typedef struct capture {
+	unwinder_kind kind;
+	uintptr_t pcs[64];
+	int n;
+	int max;
+} capture;
+
+/* Recursion with frame pointers kept so even the fp walk sees every level;
+ * the volatile use after the call prevents a tail call. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static int
+recurse(capture *c, int level)
+{
+	volatile int keep = level;
+	if (level == 0)
+		c->n = unwind_capture(c->kind, c->pcs, c->max);
+	else
+		recurse(c, level - 1);
+	return keep;
+}
+
+static int run(unwinder_kind k, int max, capture *c)
+{
+	memset(c, 0, sizeof *c);
+	c->kind = k;
+	c->max = max;
+	recurse(c, DEPTH);
+	return c->n;
+}
+
+/* How often addr occurs in a capture. */
+static int occurrences(const capture *c, uintptr_t addr)
+{
+	int k = 0;
+	for (int i = 0; i < c->n; i++)
+		k += c->pcs[i] == addr;
+	return k;
+}
+
+/* The return address inside recurse that follows its recursive call: the
+ * most frequent frame of a capture. */
+static uintptr_t recursion_return(const capture *c)
+{
+	uintptr_t best = 0;
+	int best_n = 0;
+	for (int i = 0; i < c->n; i++) {
+		int k = occurrences(c, c->pcs[i]);
+		if (k > best_n) {
+			best_n = k;
+			best = c->pcs[i];
+		}
+	}
+	return best;
+}
+
+AP_TEST(every_unwinder_is_available)
+{
+	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_LIBUNWIND), 0);
+	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_LIBGCC), 0);
+	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_FP), 0);
+	AP_CHECK(strcmp(unwinder_names[UNWINDER_FP], "fp") == 0);
+	AP_CHECK(unwinder_names[3] == NULL);
+}
+
+AP_TEST(unwinders_see_the_whole_recursion_and_agree)
+{
+	capture u, g, f;
+	unwind_prepare(UNWINDER_LIBGCC);
+	AP_CHECK(run(UNWINDER_LIBUNWIND, 64, &u) >= DEPTH + 2);
+	AP_CHECK(run(UNWINDER_LIBGCC, 64, &g) >= DEPTH + 2);
+	AP_CHECK(run(UNWINDER_FP, 64, &f) >= DEPTH);
+	/* Each level of the recursion returns to the same address: all three
+	 * unwinders must find it exactly DEPTH times. */
+	uintptr_t ret = recursion_return(&u);
+	AP_CHECK_EQ_INT(occurrences(&u, ret), DEPTH);
+	AP_CHECK_EQ_INT(occurrences(&g, ret), DEPTH);
+	AP_CHECK_EQ_INT(occurrences(&f, ret), DEPTH);
+}
+
+AP_TEST(depth_is_capped)
+{
+	capture c;
+	AP_CHECK_EQ_INT(run(UNWINDER_LIBUNWIND, 5, &c), 5);
+	AP_CHECK_EQ_INT(run(UNWINDER_LIBGCC, 3, &c), 3);
+	AP_CHECK_EQ_INT(run(UNWINDER_FP, 2, &c), 2);
+	AP_CHECK_EQ_INT(run(UNWINDER_LIBUNWIND, 0, &c), 0);
+	/* Requests above the maximum are clamped, not overflowed. */
+	uintptr_t big[UNWIND_DEPTH_MAX];
+	AP_CHECK(unwind_capture(UNWINDER_LIBUNWIND, big, 100000) <= UNWIND_DEPTH_MAX);
+}
+
+AP_TEST(frames_of_the_runtime_itself_are_dropped)
+{
+	capture all, skipped;
+	run(UNWINDER_LIBUNWIND, 64, &all);
+	/* Declare this whole executable to be "the runtime": every leading
+	 * frame inside it goes, leaving the C library's frames below main. */
+	uintptr_t lo, hi;
+	AP_CHECK_EQ_INT(unwind_object_range((const void *)&recurse, &lo, &hi), 0);
+	AP_CHECK(lo <= (uintptr_t)&recurse && (uintptr_t)&recurse < hi);
+	unwind_set_self(lo, hi);
+	run(UNWINDER_LIBUNWIND, 64, &skipped);
+	unwind_set_self(0, 0);
+	AP_CHECK(skipped.n < all.n - DEPTH);
+	AP_CHECK(skipped.n == 0 || skipped.pcs[0] < lo || skipped.pcs[0] >= hi);
+}
