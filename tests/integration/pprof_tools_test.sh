@@ -48,7 +48,7 @@ expect() {
 if ((have_go)); then
 	# Keep go off the network and out of the user's home.
 	export HOME=$tmp/home GOCACHE=$tmp/gocache GOPATH=$tmp/gopath
-	export GOTOOLCHAIN=local GOPROXY=off GOFLAGS= GO111MODULE=auto
+	export GOTOOLCHAIN=local GOPROXY=off GOFLAGS='' GO111MODULE=auto
 	mkdir -p "$HOME"
 	prof=$tmp/sample.pb.gz
 	AP_WRITE_SAMPLE_PROFILE=$prof "$pprof_test" integration_hooks >/dev/null
@@ -129,8 +129,8 @@ fi
 jemalloc_dump_checks() {
 	local prog=${AP_PROGDIR:-$bindir/tests/integration/progs}/fmt_alloc
 	local lib
-	lib=$(ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 2>/dev/null |
-		head -1 || true)
+	lib=$(find /usr/lib /usr/lib64 -maxdepth 2 -name libjemalloc.so.2 \
+		2>/dev/null | head -1 || true)
 	if [[ -z $lib || ! -x $prog ]]; then
 		echo "SKIP jemalloc dump checks: no libjemalloc.so.2 or $prog"
 		return
@@ -144,7 +144,7 @@ jemalloc_dump_checks() {
 	MALLOC_CONF=prof:true,lg_prof_sample:12,prof_final:true,prof_prefix:$tmp/je/je \
 		LD_PRELOAD=$lib "$prog" || { fail "fmt_alloc under jemalloc"; return; }
 	local dump
-	dump=$(ls "$tmp"/je/je.*.heap 2>/dev/null | head -1)
+	dump=$(find "$tmp/je" -name 'je.*.heap' | head -1)
 	[[ -n $dump ]] || { fail "jemalloc wrote no heap dump"; return; }
 	local je ours re
 	je=$(timeout 120 jeprof --text --show_bytes "$prog" "$dump" 2>/dev/null)
