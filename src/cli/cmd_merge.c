@@ -1,6 +1,7 @@
 /*
  * cmd_merge.c: `allocprof merge -o OUT PROFILE...` and the profile merging
- * and loading that report, diff, flame and convert share (heapview.h).
+ * that report, diff, flame and convert share (heapview.h), with the small
+ * key map and string pool they use.
  *
  * Merging is unbias-then-sum (seed 000, "aggregation must be done after
  * unbiasing samples"): the values in each profile are already unbiased and
@@ -19,7 +20,6 @@
 #include <string.h>
 
 #include "allocprof/codec.h"
-#include "allocprof/heapv2.h"
 #include "allocprof/hist.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -124,11 +124,47 @@ int hv_keymap_put(hv_keymap *m, const void *key, size_t len, size_t value)
 	return 0;
 }
 
+int hv_strpool_init(hv_strpool *p)
+{
+	memset(p, 0, sizeof *p);
+	p->map = hv_keymap_new();
+	return p->map ? 0 : AP_ENOMEM;
+}
+
+void hv_strpool_free(hv_strpool *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	hv_keymap_free(p->map);
+	memset(p, 0, sizeof *p);
+}
+
+const char *hv_strpool_get(hv_strpool *p, const char *s)
+{
+	size_t n = strlen(s), i = hv_keymap_get(p->map, s, n);
+	if (i != SIZE_MAX)
+		return p->strs[i];
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 256;
+		char **ns = realloc(p->strs, cap * sizeof *ns);
+		if (!ns)
+			return NULL;
+		p->strs = ns;
+		p->cap = cap;
+	}
+	char *c = strdup(s);
+	if (!c || hv_keymap_put(p->map, s, n, p->n)) {
+		free(c);
+		return NULL;
+	}
+	p->strs[p->n++] = c;
+	return c;
+}
+
 /* ---- merging --------------------------------------------------------- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void hv_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	if (!err || !errlen)
@@ -511,7 +547,7 @@ static int merge_sample(struct merger *m, const ap_profile *in,
 	for (size_t i = 0; !rc && i < m->nvals; i++) {
 		int64_t *dst = &m->ms[v].values[typemap[i]];
 		if (__builtin_add_overflow(*dst, s->values[i], dst)) {
-			seterr(m->err, m->errlen, "sample values overflow 64 bits");
+			hv_seterr(m->err, m->errlen, "sample values overflow 64 bits");
 			rc = AP_ERANGE;
 		}
 	}
@@ -565,7 +601,7 @@ static int map_types(struct merger *m, const ap_profile *in, size_t which,
 	}
 	return 0;
 differ:
-	seterr(m->err, m->errlen,
+	hv_seterr(m->err, m->errlen,
 	       "profile %zu has different sample types from the first; only "
 	       "profiles of the same kind can be merged", which + 1);
 	return AP_EINVAL;
@@ -621,7 +657,7 @@ int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 	int rc;
 	*out = NULL;
 	if (n == 0) {
-		seterr(err, errlen, "no profiles to merge");
+		hv_seterr(err, errlen, "no profiles to merge");
 		return AP_EINVAL;
 	}
 	if (err && errlen)
@@ -659,84 +695,12 @@ int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 	hv_keymap_free(m.comments);
 	if (rc) {
 		if (err && errlen && !err[0])
-			seterr(err, errlen, "merge failed: %s", ap_strerror(rc));
+			hv_seterr(err, errlen, "merge failed: %s", ap_strerror(rc));
 		ap_profile_destroy(m.out);
 		return rc;
 	}
 	*out = m.out;
 	return 0;
-}
-
-/* ---- loading --------------------------------------------------------- */
-
-static int load_one(const char *path, ap_profile **out, char *err,
-		    size_t errlen)
-{
-	unsigned char *buf;
-	size_t len;
-	char why[256] = "";
-	if (ap_read_file(path, &buf, &len)) {
-		seterr(err, errlen, "%s: %s", path, strerror(errno));
-		return AP_EIO;
-	}
-	if (len == 0) {
-		free(buf);
-		seterr(err, errlen, "%s: empty file, not a profile", path);
-		return AP_ECORRUPT;
-	}
-	/* jemalloc/gperftools text profiles are recognised by their header */
-	bool text = (len > 8 && !memcmp(buf, "heap_v2/", 8)) ||
-		    (len > 13 && !memcmp(buf, "heap profile:", 13));
-	int rc = text ? ap_heapv2_decode(buf, len, NULL, out, why, sizeof why)
-		      : ap_pprof_decode(buf, len, NULL, out, why, sizeof why);
-	free(buf);
-	if (rc) {
-		seterr(err, errlen, "%s: not a valid %s profile: %s", path,
-		       text ? "heap_v2" : "pprof", why[0] ? why : ap_strerror(rc));
-		return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
-	}
-	if (ap_profile_find_sample_type(*out, AP_ST_ALLOC_SPACE) < 0 &&
-	    ap_profile_find_sample_type(*out, AP_ST_INUSE_SPACE) < 0) {
-		char types[160] = "";
-		size_t used = 0;
-		for (size_t i = 0; i < (*out)->nsample_types && used < 120; i++)
-			used += (size_t)snprintf(
-				types + used, sizeof types - used, "%s%s/%s",
-				i ? ", " : "",
-				ap_profile_string(*out, (*out)->sample_types[i].type),
-				ap_profile_string(*out, (*out)->sample_types[i].unit));
-		seterr(err, errlen,
-		       "%s: not a heap profile (sample types: %s)", path,
-		       types[0] ? types : "none");
-		ap_profile_destroy(*out);
-		*out = NULL;
-		return AP_ECORRUPT;
-	}
-	return 0;
-}
-
-int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
-		     char *err, size_t errlen)
-{
-	ap_profile **ps = calloc(n ? n : 1, sizeof *ps);
-	int rc = ps ? 0 : AP_ENOMEM;
-	*out = NULL;
-	if (!n) {
-		seterr(err, errlen, "no profile given");
-		rc = AP_EINVAL;
-	}
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = load_one(paths[i], &ps[i], err, errlen);
-	if (!rc && n == 1) {
-		*out = ps[0];
-		ps[0] = NULL;
-	} else if (!rc) {
-		rc = hv_profile_merge(ps, n, out, err, errlen);
-	}
-	for (size_t i = 0; ps && i < n; i++)
-		ap_profile_destroy(ps[i]);
-	free(ps);
-	return rc;
 }
 
 /* ---- the command ----------------------------------------------------- */

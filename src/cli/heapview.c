@@ -6,7 +6,7 @@
  * expands locations into frames, drops allocator/allocprof leaf frames,
  * applies the filters, aggregates per stack, then per site, and finishes
  * the confidence intervals (estimate.h; seed 003 for NB, seed 000 for HT).
- * Loading and merging files is in hv_load_profiles (and cmd_merge.c).
+ * Loading files is in cmd_convert.c, merging in cmd_merge.c.
  */
 #define _GNU_SOURCE
 #include "heapview.h"
@@ -20,11 +20,6 @@
 #include <string.h>
 
 #include "cli_util.h"
-#include "symbolize.h"
-
-/* Without symbolize.c linked in (unit tests), views use raw addresses. */
-#pragma weak sym_symbolize_profile
-#pragma weak sym_options_default
 
 void hv_options_default(hv_options *o)
 {
@@ -191,9 +186,7 @@ struct hv_view {
 	size_t nlframes;
 	signed char *hit_focus, *hit_ignore; /* per lframe: -1 unknown, 0, 1 */
 	bool *drop; /* per lframe: allocator entry point or allocprof itself */
-	char **strs;       /* owned strings (pool) */
-	size_t nstrs, capstrs;
-	hv_keymap *strmap;
+	hv_strpool strs; /* every string the view hands out */
 };
 
 /* Sample-type indices of the chosen view (-1 = absent). */
@@ -224,24 +217,7 @@ struct build {
 
 static const char *pool(hv_view *v, const char *s)
 {
-	size_t n = strlen(s), i = hv_keymap_get(v->strmap, s, n);
-	if (i != SIZE_MAX)
-		return v->strs[i];
-	if (v->nstrs == v->capstrs) {
-		size_t cap = v->capstrs ? 2 * v->capstrs : 256;
-		char **ns = realloc(v->strs, cap * sizeof *ns);
-		if (!ns)
-			return NULL;
-		v->strs = ns;
-		v->capstrs = cap;
-	}
-	char *c = strdup(s);
-	if (!c || hv_keymap_put(v->strmap, s, n, v->nstrs)) {
-		free(c);
-		return NULL;
-	}
-	v->strs[v->nstrs++] = c;
-	return c;
+	return hv_strpool_get(&v->strs, s);
 }
 
 static int fail(struct build *b, int code, const char *fmt, ...)
@@ -685,7 +661,7 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	int rc;
 	*out = NULL;
 	hv_view *v = calloc(1, sizeof *v);
-	if (!v || !(v->strmap = hv_keymap_new())) {
+	if (!v || hv_strpool_init(&v->strs)) {
 		free(v);
 		return fail(&b, AP_ENOMEM, "out of memory");
 	}
@@ -761,10 +737,7 @@ void hv_destroy(hv_view *v)
 	free(v->hit_focus);
 	free(v->hit_ignore);
 	free(v->drop);
-	for (size_t i = 0; i < v->nstrs; i++)
-		free(v->strs[i]);
-	free(v->strs);
-	hv_keymap_free(v->strmap);
+	hv_strpool_free(&v->strs);
 	free(v);
 }
 
@@ -798,23 +771,6 @@ double hv_rate(const hv_view *v) { return v->rate; }
 bool hv_mixed_rates(const hv_view *v) { return v->mixed; }
 bool hv_view_approximate(const hv_view *v) { return v->approx; }
 const hv_options *hv_view_options(const hv_view *v) { return &v->opt; }
-
-int hv_load_symbolized(const char *const *paths, size_t n, bool symbolize,
-		       ap_profile **out, char *err, size_t errlen)
-{
-	ap_profile *p = NULL, *sp = NULL;
-	int rc = hv_load_profiles(paths, n, &p, err, errlen);
-	if (rc || !symbolize || !sym_symbolize_profile) {
-		*out = p;
-		return rc;
-	}
-	sym_options so;
-	sym_options_default(&so);
-	rc = sym_symbolize_profile(p, &so, &sp, NULL, err, errlen);
-	ap_profile_destroy(p);
-	*out = rc ? NULL : sp;
-	return rc;
-}
 
 int hv_open(const char *const *paths, size_t n, const hv_options *o,
 	    hv_view **out, char *err, size_t errlen)

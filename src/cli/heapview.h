@@ -179,6 +179,7 @@ const char *hv_method_name(hv_method m); /* "exact", "nb", "normal" */
  * "heap_v2/" or "heap profile:" header), then merge them (hv_profile_merge).
  * One file is returned as decoded. The result is not symbolized. Files
  * without alloc_space/inuse_space sample types are rejected.
+ * (Implemented in cmd_convert.c, with hv_load_symbolized.)
  */
 int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
 		     char *err, size_t errlen);
@@ -251,5 +252,23 @@ hv_keymap *hv_keymap_new(void);
 void hv_keymap_free(hv_keymap *m);
 size_t hv_keymap_get(const hv_keymap *m, const void *key, size_t len);
 int hv_keymap_put(hv_keymap *m, const void *key, size_t len, size_t value);
+
+/*
+ * Interned strings: hv_strpool_get returns the pool's copy of s (added on
+ * first use), stable until hv_strpool_free; NULL when out of memory. A
+ * zeroed pool is ready after hv_strpool_init. (Implemented in cmd_merge.c.)
+ */
+typedef struct hv_strpool {
+	hv_keymap *map;
+	char **strs;
+	size_t n, cap;
+} hv_strpool;
+int hv_strpool_init(hv_strpool *p);
+void hv_strpool_free(hv_strpool *p);
+const char *hv_strpool_get(hv_strpool *p, const char *s);
+
+/* snprintf into err (when err and errlen are nonzero). (cmd_merge.c) */
+void hv_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* ALLOCPROF_CLI_HEAPVIEW_H */

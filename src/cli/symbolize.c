@@ -158,9 +158,7 @@ struct symctx {
 	size_t nres, capres;
 	hv_sym_line *lines; /* cached lines; names in strs */
 	size_t nlines, caplines;
-	char **strs;
-	size_t nstrs, capstrs;
-	hv_keymap *strmap;
+	hv_strpool strs; /* names, files (stable for the merger) */
 	hv_sym_line cur[MAX_INLINE]; /* lines handed to the merger */
 	sym_stats st;
 	size_t total_locs, done_locs;
@@ -318,32 +316,15 @@ static struct symfile *file_for(struct symctx *c, const char *path,
 
 /* ---- address lookup -------------------------------------------------- */
 
-/* A stable copy of s (deduplicated); NULL stays NULL. */
-static const char *keep(struct symctx *c, hv_keymap *m, const char *s)
+/* A stable copy of s (deduplicated); NULL becomes "". */
+static const char *keep(struct symctx *c, const char *s)
 {
-	if (!s)
+	const char *k = s ? hv_strpool_get(&c->strs, s) : "";
+	if (!k) {
+		c->oom = true;
 		return "";
-	size_t n = strlen(s), i = hv_keymap_get(m, s, n);
-	if (i != SIZE_MAX)
-		return c->strs[i];
-	if (c->nstrs == c->capstrs) {
-		size_t cap = c->capstrs ? 2 * c->capstrs : 256;
-		char **ns = realloc(c->strs, cap * sizeof *ns);
-		if (!ns)
-			goto oom;
-		c->strs = ns;
-		c->capstrs = cap;
 	}
-	char *d = strdup(s);
-	if (!d || hv_keymap_put(m, s, n, c->nstrs)) {
-		free(d);
-		goto oom;
-	}
-	c->strs[c->nstrs++] = d;
-	return d;
-oom:
-	c->oom = true;
-	return "";
+	return k;
 }
 
 /* Linkage name (mangled) of a DIE, following abstract_origin/specification. */
@@ -597,9 +578,9 @@ static int resolve(struct symctx *c, struct symfile *f, size_t fi,
 	for (size_t i = 0; i < n; i++) {
 		if (!rc) {
 			hv_sym_line *l = &c->lines[c->nlines++];
-			l->name = keep(c, c->strmap, rf[i].name);
-			l->system_name = keep(c, c->strmap, rf[i].sysname);
-			l->file = keep(c, c->strmap, rf[i].file);
+			l->name = keep(c, rf[i].name);
+			l->system_name = keep(c, rf[i].sysname);
+			l->file = keep(c, rf[i].file);
 			l->line = rf[i].line;
 			l->column = rf[i].col;
 		}
@@ -697,7 +678,7 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 	*out = NULL;
 	c.filemap = hv_keymap_new();
 	c.cache = hv_keymap_new();
-	c.strmap = hv_keymap_new();
+	int prc = hv_strpool_init(&c.strs);
 	clock_gettime(CLOCK_MONOTONIC, &c.t0);
 	c.total_locs = in->nlocations;
 	for (size_t i = 0; i < in->nmappings; i++) {
@@ -710,7 +691,7 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 		}
 	}
 	int rc = AP_ENOMEM;
-	if (c.filemap && c.cache && c.strmap) {
+	if (c.filemap && c.cache && !prc) {
 		hv_rewrite rw = {on_location, on_mapping, &c};
 		ap_profile *const one[1] = {(ap_profile *)in};
 		rc = hv_profile_merge_ex(one, 1, &rw, out, err, errlen);
@@ -730,14 +711,11 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 		free(c.files[i].debuginfo_path);
 	}
 	free(c.files);
-	for (size_t i = 0; i < c.nstrs; i++)
-		free(c.strs[i]);
-	free(c.strs);
+	hv_strpool_free(&c.strs);
 	free(c.res);
 	free(c.lines);
 	hv_keymap_free(c.filemap);
 	hv_keymap_free(c.cache);
-	hv_keymap_free(c.strmap);
 	if (rc && *out) {
 		ap_profile_destroy(*out);
 		*out = NULL;

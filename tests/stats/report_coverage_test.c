@@ -25,8 +25,10 @@
  */
 #define _GNU_SOURCE
 #include "../../src/cli/cli_util.c"
+#include "../../src/cli/cmd_convert.c"
 #include "../../src/cli/cmd_merge.c"
 #include "../../src/cli/heapview.c"
+#include "../../src/cli/json.c"
 
 #include "aptest.h"
 #include "report_synth.h"

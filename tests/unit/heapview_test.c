@@ -1,6 +1,7 @@
 /*
- * heapview_test.c: the heap view (src/cli/heapview.c), profile merging and
- * loading (src/cli/cmd_merge.c) and the JSON writer (src/cli/json.c).
+ * heapview_test.c: the heap view (src/cli/heapview.c), profile merging
+ * (src/cli/cmd_merge.c), loading (src/cli/cmd_convert.c) and the JSON
+ * writer (src/cli/json.c).
  *
  * The CLI's sources are not a library the test build links, so this file
  * compiles them in directly (the symbolizer stays out: heapview reaches it
@@ -8,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "../../src/cli/cli_util.c"
+#include "../../src/cli/cmd_convert.c"
 #include "../../src/cli/cmd_merge.c"
 #include "../../src/cli/heapview.c"
 #include "../../src/cli/json.c"
