@@ -27,7 +27,7 @@
 
 /* GCC/Clang extension: a static object may initialise its flexible array
  * member, which gives the empty table the one key slot lookups read. */
-set_table set_empty_table = { .mask = 0, .shift = 63, .keys = { 0 } };
+set_table set_empty_table = { .mask = 1, .shift = 63, .keys = { 0, 0 } };
 
 uint64_t set_now_ns(void)
 {
@@ -84,9 +84,7 @@ static set_table *table_get(sampled_set *s, size_t cap)
 		t = m;
 	}
 	t->mask = cap - 1;
-	t->shift = 64 - log2_exact(cap);
-	if (t->shift == 64)
-		t->shift = 63;
+	t->shift = 64 - log2_exact(cap); /* cap >= MIN_CAP: shift < 64 */
 	t->map_len = len;
 	t->retired_ns = 0;
 	atomic_store_explicit(&t->used, 0, memory_order_relaxed);
@@ -189,9 +187,11 @@ int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 		size_t i = set_slot(t, key);
 		for (;;) {
 			uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+			/* acq_rel: taking over a tombstone must happen after the
+			 * remover's last read of that slot's record. */
 			if ((k == KEY_EMPTY || k == KEY_TOMB) &&
 			    atomic_compare_exchange_strong_explicit(
-				    &t->keys[i], &k, key, memory_order_release,
+				    &t->keys[i], &k, key, memory_order_acq_rel,
 				    memory_order_relaxed)) {
 				if (k == KEY_TOMB) /* that slot was counted already */
 					atomic_fetch_sub_explicit(&t->used, 1, memory_order_relaxed);

@@ -68,15 +68,20 @@ typedef struct sampled_set {
 	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
 } sampled_set;
 
-/* The empty table every set starts from (capacity 1, never written). */
+/* The empty table every set starts from (capacity 2, never written). */
 extern set_table set_empty_table;
 
 void set_init(sampled_set *s);
 
-/* Hash of an address to a slot index; Fibonacci hashing of p >> 4. */
+/*
+ * Slot of an address: Fibonacci hashing (Knuth 6.4), the top log2(capacity)
+ * bits of p * 2^64/phi. Taking the top bits needs no mask and is unaffected
+ * by the always-zero low bits of aligned pointers. shift = 64 - log2(cap),
+ * so capacities start at 2 (the empty table) to keep the shift below 64.
+ */
 static inline size_t set_slot(const set_table *t, uintptr_t p)
 {
-	return (size_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL) >> t->shift) & t->mask;
+	return (size_t)(((uint64_t)p * 0x9E3779B97F4A7C15ULL) >> t->shift);
 }
 
 /*
@@ -89,13 +94,18 @@ static inline bool set_contains(const sampled_set *s, const void *p)
 	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
 	uintptr_t key = (uintptr_t)p;
 	size_t i = set_slot(t, key);
+	uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+	/* The common case, a miss on the first probe, falls straight through.
+	 * Empty is tested first so that free(NULL) never matches. */
+	if (AP_LIKELY(k == 0))
+		return false;
 	for (;;) {
-		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
-		if (k == 0) /* first: free(NULL) must not match an empty slot */
-			return false;
 		if (k == key)
 			return true;
 		i = (i + 1) & t->mask;
+		k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+		if (k == 0)
+			return false;
 	}
 }
 
