@@ -26,11 +26,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocprof/profile.h"
@@ -102,6 +104,30 @@ static char *read_all(const char *path, size_t *len)
 }
 
 /*
+ * Wait for pid at most RUN_TIMEOUT_S seconds; on timeout kill its process
+ * group (the program and any child it forked) and return -3. Otherwise the
+ * exit status, or 128 + the signal that killed it.
+ */
+#define RUN_TIMEOUT_S 20
+static int wait_bounded(pid_t pid)
+{
+	int st;
+	for (int ms = 0; ms < RUN_TIMEOUT_S * 1000; ms += 10) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (w < 0 && errno != EINTR)
+			return -1;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "  exact_allocs hung for %d s: killed\n", RUN_TIMEOUT_S);
+	kill(-pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -3;
+}
+
+/*
  * Run AP_BINDIR/tests/integration/progs/exact_allocs with the runtime (and
  * preload_extra after it, may be NULL), its stdout in dir/expect.txt.
  * Returns the exit status, or -1 if it could not be run.
@@ -126,6 +152,7 @@ static int run_program(const char *dir, const char *options,
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		setpgid(0, 0); /* its own group, so a hang can be killed whole */
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0 || dup2(fd, 1) < 0)
 			_exit(126);
@@ -134,10 +161,7 @@ static int run_program(const char *dir, const char *options,
 		execl(prog, prog, arg1, arg2, (char *)NULL);
 		_exit(127);
 	}
-	int st;
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return wait_bounded(pid);
 }
 
 static int parse_expect(const char *dir, struct expect *e)
