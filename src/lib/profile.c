@@ -494,15 +494,87 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 	return 0;
 }
 
-static int check_str(ap_profile *p, int64_t i, const char *what,
-		     unsigned long long id)
+/*
+ * Reference checks shared by the builders (reason into the profile's error
+ * buffer) and ap_profile_validate (reason into the caller's): each returns
+ * true when obj's references hold, else writes a reason to (err, errlen).
+ */
+__attribute__((format(printf, 3, 4)))
+static bool reason(char *err, size_t errlen, const char *fmt, ...)
 {
-	if (str_ok(p, i))
-		return 0;
-	set_err(p, "%s %llu: string index %lld out of range (%zu strings)",
-		what, id, (long long)i, p->nstrings);
-	return AP_EINVAL;
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return false;
 }
+
+static bool strs_ok(const ap_profile *p, const int64_t *idx, size_t n,
+		    const char *what, unsigned long long id, char *err,
+		    size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!str_ok(p, idx[i]))
+			return reason(err, errlen, "%s %llu: string index %lld "
+				      "out of range (%zu strings)", what, id,
+				      (long long)idx[i], p->nstrings);
+	return true;
+}
+
+static bool mapping_ok(const ap_profile *p, const ap_mapping *m, char *err,
+		       size_t errlen)
+{
+	int64_t s[] = { m->filename, m->build_id };
+	return strs_ok(p, s, 2, "mapping", m->id, err, errlen);
+}
+
+static bool function_ok(const ap_profile *p, const ap_function *f, char *err,
+			size_t errlen)
+{
+	int64_t s[] = { f->name, f->system_name, f->filename };
+	return strs_ok(p, s, 3, "function", f->id, err, errlen);
+}
+
+static bool location_ok(const ap_profile *p, const ap_location *l, char *err,
+			size_t errlen)
+{
+	unsigned long long id = l->id;
+	if (l->mapping_id && !ap_profile_mapping(p, l->mapping_id))
+		return reason(err, errlen, "location %llu references unknown "
+			      "mapping %llu", id,
+			      (unsigned long long)l->mapping_id);
+	for (size_t j = 0; j < l->nlines; j++) {
+		uint64_t f = l->lines[j].function_id;
+		if (f && !ap_profile_function(p, f))
+			return reason(err, errlen, "location %llu references "
+				      "unknown function %llu", id,
+				      (unsigned long long)f);
+	}
+	return true;
+}
+
+/* Sample number idx with these location ids and labels. */
+static bool sample_ok(const ap_profile *p, size_t idx, const uint64_t *locs,
+		      size_t nlocs, const ap_label *labels, size_t nlabels,
+		      char *err, size_t errlen)
+{
+	for (size_t i = 0; i < nlocs; i++)
+		if (!ap_profile_location(p, locs[i]))
+			return reason(err, errlen, "sample %zu references "
+				      "unknown location %llu", idx,
+				      (unsigned long long)locs[i]);
+	for (size_t i = 0; i < nlabels; i++) {
+		int64_t st[] = { labels[i].key, labels[i].str,
+				 labels[i].num_unit };
+		if (!strs_ok(p, st, 3, "label of sample", idx, err, errlen))
+			return false;
+	}
+	return true;
+}
+
+#define PERR(p) (p)->priv->err, sizeof (p)->priv->err
 
 /*
  * Append a copy of obj (elem bytes; its first member is the uint64_t id) to
@@ -534,14 +606,11 @@ int ap_profile_add_mapping(ap_profile *p, const ap_mapping *m,
 {
 	if (!p || !m)
 		return AP_EINVAL;
-	int rc = check_str(p, m->filename, "mapping", m->id);
-	if (!rc)
-		rc = check_str(p, m->build_id, "mapping", m->id);
-	if (!rc)
-		rc = add_object(p, &p->priv->mappings, "mapping", &p->mappings,
-				&p->nmappings, &p->priv->cap_mappings, m,
-				sizeof *m, id_out);
-	return rc;
+	if (!mapping_ok(p, m, PERR(p)))
+		return AP_EINVAL;
+	return add_object(p, &p->priv->mappings, "mapping", &p->mappings,
+			  &p->nmappings, &p->priv->cap_mappings, m, sizeof *m,
+			  id_out);
 }
 
 int ap_profile_add_function(ap_profile *p, const ap_function *f,
@@ -549,16 +618,11 @@ int ap_profile_add_function(ap_profile *p, const ap_function *f,
 {
 	if (!p || !f)
 		return AP_EINVAL;
-	int rc = check_str(p, f->name, "function", f->id);
-	if (!rc)
-		rc = check_str(p, f->system_name, "function", f->id);
-	if (!rc)
-		rc = check_str(p, f->filename, "function", f->id);
-	if (!rc)
-		rc = add_object(p, &p->priv->functions, "function",
-				&p->functions, &p->nfunctions,
-				&p->priv->cap_functions, f, sizeof *f, id_out);
-	return rc;
+	if (!function_ok(p, f, PERR(p)))
+		return AP_EINVAL;
+	return add_object(p, &p->priv->functions, "function", &p->functions,
+			  &p->nfunctions, &p->priv->cap_functions, f, sizeof *f,
+			  id_out);
 }
 
 int ap_profile_add_location(ap_profile *p, const ap_location *loc,
@@ -566,22 +630,11 @@ int ap_profile_add_location(ap_profile *p, const ap_location *loc,
 {
 	if (!p || !loc || (loc->nlines && !loc->lines))
 		return AP_EINVAL;
-	unsigned long long shown = loc->id;
-	if (loc->mapping_id && !id_find(&p->priv->mappings, loc->mapping_id)) {
-		set_err(p, "location %llu references unknown mapping %llu",
-			shown, (unsigned long long)loc->mapping_id);
+	if (!location_ok(p, loc, PERR(p)))
 		return AP_EINVAL;
-	}
-	for (size_t i = 0; i < loc->nlines; i++) {
-		uint64_t f = loc->lines[i].function_id;
-		if (f && !id_find(&p->priv->functions, f)) {
-			set_err(p, "location %llu references unknown function %llu",
-				shown, (unsigned long long)f);
-			return AP_EINVAL;
-		}
-	}
 	if (loc->nlines > SIZE_MAX / sizeof(ap_line)) {
-		set_err(p, "location %llu has too many lines", shown);
+		set_err(p, "location %llu has too many lines",
+			(unsigned long long)loc->id);
 		return AP_ERANGE;
 	}
 	ap_location copy = *loc;
@@ -616,22 +669,8 @@ int ap_profile_add_sample(ap_profile *p, const uint64_t *locs, size_t nlocs,
 	    (nlabels && !labels))
 		return AP_EINVAL;
 	size_t idx = p->nsamples;
-	for (size_t i = 0; i < nlocs; i++) {
-		if (!id_find(&p->priv->locations, locs[i])) {
-			set_err(p, "sample %zu references unknown location %llu",
-				idx, (unsigned long long)locs[i]);
-			return AP_EINVAL;
-		}
-	}
-	for (size_t i = 0; i < nlabels; i++) {
-		const ap_label *l = &labels[i];
-		if (!str_ok(p, l->key) || !str_ok(p, l->str) ||
-		    !str_ok(p, l->num_unit)) {
-			set_err(p, "sample %zu label %zu: string index out of "
-				"range (%zu strings)", idx, i, p->nstrings);
-			return AP_EINVAL;
-		}
-	}
+	if (!sample_ok(p, idx, locs, nlocs, labels, nlabels, PERR(p)))
+		return AP_EINVAL;
 	size_t size;
 	if (sample_block_size(p->nsample_types, nlocs, nlabels, &size)) {
 		set_err(p, "sample %zu is too large", idx);
@@ -697,133 +736,77 @@ const ap_function *ap_profile_function(const ap_profile *p, uint64_t id)
 
 /* ---- validation ------------------------------------------------------ */
 
-struct vctx {
-	const ap_profile *p;
-	char *err;
-	size_t errlen;
-};
-
-__attribute__((format(printf, 2, 3)))
-static int vfail(struct vctx *v, const char *fmt, ...)
+/* Each object is found under its own id: ids are nonzero and unique. */
+static int validate_objects(const ap_profile *p, char *err, size_t errlen)
 {
-	if (v->err && v->errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(v->err, v->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return AP_ECORRUPT;
-}
-
-static int vstr(struct vctx *v, int64_t i, const char *what, size_t n)
-{
-	if (str_ok(v->p, i))
-		return 0;
-	return vfail(v, "%s %zu: string index %lld out of range (%zu strings)",
-		     what, n, (long long)i, v->p->nstrings);
-}
-
-static int validate_objects(struct vctx *v)
-{
-	const ap_profile *p = v->p;
-	int rc = 0;
-	for (size_t i = 0; i < p->nmappings && !rc; i++) {
+	for (size_t i = 0; i < p->nmappings; i++) {
 		const ap_mapping *m = &p->mappings[i];
 		if (ap_profile_mapping(p, m->id) != m)
-			return vfail(v, "mapping %zu has id %llu that is zero or "
-				     "not unique", i, (unsigned long long)m->id);
-		rc = vstr(v, m->filename, "mapping", i);
-		if (!rc)
-			rc = vstr(v, m->build_id, "mapping", i);
+			return reason(err, errlen, "mapping %zu has id %llu that "
+				      "is zero or not unique", i,
+				      (unsigned long long)m->id), AP_ECORRUPT;
+		if (!mapping_ok(p, m, err, errlen))
+			return AP_ECORRUPT;
 	}
-	for (size_t i = 0; i < p->nfunctions && !rc; i++) {
+	for (size_t i = 0; i < p->nfunctions; i++) {
 		const ap_function *f = &p->functions[i];
 		if (ap_profile_function(p, f->id) != f)
-			return vfail(v, "function %zu has id %llu that is zero or "
-				     "not unique", i, (unsigned long long)f->id);
-		rc = vstr(v, f->name, "function", i);
-		if (!rc)
-			rc = vstr(v, f->system_name, "function", i);
-		if (!rc)
-			rc = vstr(v, f->filename, "function", i);
+			return reason(err, errlen, "function %zu has id %llu that "
+				      "is zero or not unique", i,
+				      (unsigned long long)f->id), AP_ECORRUPT;
+		if (!function_ok(p, f, err, errlen))
+			return AP_ECORRUPT;
 	}
-	for (size_t i = 0; i < p->nlocations && !rc; i++) {
+	for (size_t i = 0; i < p->nlocations; i++) {
 		const ap_location *l = &p->locations[i];
-		unsigned long long id = l->id;
 		if (ap_profile_location(p, l->id) != l)
-			return vfail(v, "location %zu has id %llu that is zero or "
-				     "not unique", i, id);
-		if (l->mapping_id && !ap_profile_mapping(p, l->mapping_id))
-			return vfail(v, "location %llu references unknown "
-				     "mapping %llu", id,
-				     (unsigned long long)l->mapping_id);
-		for (size_t j = 0; j < l->nlines; j++) {
-			uint64_t f = l->lines[j].function_id;
-			if (f && !ap_profile_function(p, f))
-				return vfail(v, "location %llu references "
-					     "unknown function %llu", id,
-					     (unsigned long long)f);
-		}
+			return reason(err, errlen, "location %zu has id %llu that "
+				      "is zero or not unique", i,
+				      (unsigned long long)l->id), AP_ECORRUPT;
+		if (!location_ok(p, l, err, errlen))
+			return AP_ECORRUPT;
 	}
-	return rc;
-}
-
-static int validate_samples(struct vctx *v)
-{
-	const ap_profile *p = v->p;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const ap_sample *s = &p->samples[i];
 		if (p->nsample_types && !s->values)
-			return vfail(v, "sample %zu has no values", i);
-		for (size_t j = 0; j < s->nlocations; j++)
-			if (!ap_profile_location(p, s->location_ids[j]))
-				return vfail(v, "sample %zu references unknown "
-					     "location %llu", i,
-					     (unsigned long long)s->location_ids[j]);
-		for (size_t j = 0; j < s->nlabels; j++) {
-			const ap_label *l = &s->labels[j];
-			if (!str_ok(p, l->key) || !str_ok(p, l->str) ||
-			    !str_ok(p, l->num_unit))
-				return vfail(v, "sample %zu label %zu: string "
-					     "index out of range", i, j);
-		}
+			return reason(err, errlen, "sample %zu has no values", i),
+			       AP_ECORRUPT;
+		if (!sample_ok(p, i, s->location_ids, s->nlocations, s->labels,
+			       s->nlabels, err, errlen))
+			return AP_ECORRUPT;
 	}
 	return 0;
 }
 
 int ap_profile_validate(const ap_profile *p, char *err, size_t errlen)
 {
-	struct vctx v = { p, err, errlen };
 	if (err && errlen)
 		err[0] = '\0';
 	if (!p)
-		return vfail(&v, "no profile");
+		return reason(err, errlen, "no profile"), AP_ECORRUPT;
 	if (!p->nstrings || p->strings[0][0] != '\0')
-		return vfail(&v, "string table entry 0 is not empty");
+		return reason(err, errlen, "string table entry 0 is not empty"),
+		       AP_ECORRUPT;
 	for (size_t i = 0; i < p->nsample_types; i++) {
-		int rc = vstr(&v, p->sample_types[i].type, "sample type", i);
-		if (!rc)
-			rc = vstr(&v, p->sample_types[i].unit, "sample type", i);
-		if (rc)
-			return rc;
+		int64_t st[] = { p->sample_types[i].type, p->sample_types[i].unit };
+		if (!strs_ok(p, st, 2, "sample type", i, err, errlen))
+			return AP_ECORRUPT;
 	}
-	const int64_t *top[] = { &p->drop_frames, &p->keep_frames,
-				 &p->period_type.type, &p->period_type.unit,
-				 &p->default_sample_type, &p->doc_url };
+	const int64_t top[] = { p->drop_frames, p->keep_frames,
+				p->period_type.type, p->period_type.unit,
+				p->default_sample_type, p->doc_url };
 	static const char *const names[] = { "drop_frames", "keep_frames",
 					     "period_type.type",
 					     "period_type.unit",
 					     "default_sample_type", "doc_url" };
 	for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-		if (!str_ok(p, *top[i]))
-			return vfail(&v, "%s: string index %lld out of range "
-				     "(%zu strings)", names[i],
-				     (long long)*top[i], p->nstrings);
-	for (size_t i = 0; i < p->ncomments; i++) {
-		int rc = vstr(&v, p->comments[i], "comment", i);
-		if (rc)
-			return rc;
-	}
-	int rc = validate_objects(&v);
-	return rc ? rc : validate_samples(&v);
+		if (!str_ok(p, top[i]))
+			return reason(err, errlen, "%s: string index %lld out of "
+				      "range (%zu strings)", names[i],
+				      (long long)top[i], p->nstrings),
+			       AP_ECORRUPT;
+	for (size_t i = 0; i < p->ncomments; i++)
+		if (!strs_ok(p, &p->comments[i], 1, "comment", i, err, errlen))
+			return AP_ECORRUPT;
+	return validate_objects(p, err, errlen);
 }

@@ -122,6 +122,8 @@ AP_TEST(duplicates_and_dangling_references_rejected_unchanged)
 	AP_CHECK(strstr(ap_profile_error(p), "unknown location 8"));
 	ap_label bad = { .key = 999 };
 	AP_CHECK_EQ_INT(ap_profile_add_sample(p, locs, 1, &v, &bad, 1), AP_EINVAL);
+	AP_CHECK(strstr(ap_profile_error(p), "label of sample 0: string index "
+			"999 out of range") != NULL);
 	AP_CHECK_EQ_U64(p->nsamples, 0);
 	AP_CHECK_EQ_INT(ap_profile_add_sample(p, locs, 1, &v, NULL, 0), 0);
 	/* Sample types cannot change once samples exist. */
@@ -206,7 +208,7 @@ AP_TEST(validate_reports_broken_references)
 	p->doc_url = 0;
 	p->comments[0] = -1;
 	AP_CHECK_EQ_INT(ap_profile_validate(p, err, sizeof err), AP_ECORRUPT);
-	AP_CHECK(strstr(err, "comment") != NULL);
+	AP_CHECK(strstr(err, "comment 0: string index -1") != NULL);
 	p->comments[0] = 1;
 	AP_CHECK_EQ_INT(ap_profile_validate(p, err, sizeof err), 0);
 	AP_CHECK_EQ_INT(ap_profile_validate(NULL, err, sizeof err), AP_ECORRUPT);
