@@ -95,6 +95,8 @@ static const ap_option_spec specs[] = {
 	  "in a forked child: follow (own file, pid in its name) or stop" },
 	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
 	  "print what the runtime does (dumps, settings) on stderr" },
+	{ "help", AP_OPT_BOOL, OFF(help), 0, 0, NULL, 0, NULL,
+	  "print this list of options on stderr" },
 };
 
 const ap_option_spec *rt_option_specs(size_t *n)

@@ -35,6 +35,7 @@ typedef struct rt_options {
 	int format;             /* rt_format */
 	int fork_mode;          /* rt_fork_mode */
 	bool verbose;
+	bool help;              /* print the option table on stderr at start */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

@@ -339,6 +339,13 @@ static bool do_init(void)
 {
 	rt_options_default(&rt.opt);
 	rt_options_parse(&rt.opt, getenv("ALLOCPROF_OPTIONS"), option_error, NULL);
+	if (rt.opt.help) {
+		size_t n;
+		const ap_option_spec *sp = rt_option_specs(&n);
+		rt_log("ALLOCPROF_OPTIONS=key=value,... keys:");
+		for (size_t i = 0; i < n; i++)
+			rt_log("  %-13s %s", sp[i].name, sp[i].help);
+	}
 	arena_init(&rt.a);
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	int rc = resolve_real();
