@@ -152,8 +152,10 @@ bool hv_is_alloc_frame(const char *f)
 {
 	if (!f || !*f)
 		return false;
-	/* allocprof itself: public API, the runtime's internals. */
-	if (!strncmp(f, "ap_", 3) || !strncmp(f, "allocprof_", 10) ||
+	/* allocprof itself: the runtime's API and unsymbolized frames in its
+	 * object (symbolized ones are dropped by mapping, see
+	 * expand_locations). Not every "ap_" name: Apache httpd uses it. */
+	if (!strncmp(f, "ap_runtime_", 11) || !strncmp(f, "allocprof_", 10) ||
 	    strstr(f, "liballocprof_preload"))
 		return true;
 	for (size_t i = 0; i < sizeof alloc_names / sizeof alloc_names[0]; i++) {

@@ -176,6 +176,7 @@ AP_TEST(allocator_frames_are_recognised)
 	AP_CHECK(!hv_is_alloc_frame("malloc_wrapper_of_mine"));
 	AP_CHECK(!hv_is_alloc_frame("operator newline"));
 	AP_CHECK(!hv_is_alloc_frame("main"));
+	AP_CHECK(!hv_is_alloc_frame("ap_make_dirstr")); /* Apache httpd's prefix */
 	AP_CHECK(!hv_is_alloc_frame(""));
 	AP_CHECK(!hv_is_alloc_frame(NULL));
 }
