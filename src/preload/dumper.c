@@ -27,8 +27,9 @@
 
 static sem_t wake;
 static pthread_t thread;
-static bool running;
-static long running_pid;
+/* Read without the lock by the sampling path: atomics. */
+static atomic_bool running;
+static _Atomic long running_pid;
 static atomic_bool stop_req, signal_req, bytes_req, peak_req;
 static _Atomic uint64_t next_bytes_mark;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
