@@ -12,7 +12,7 @@ src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 runstat=$build/bench/runstat_bench
 ap_lib=$build/liballocprof_preload.so
 ap_cli=$build/allocprof
-for f in "$runstat" "$build/bench/malloc_workload_bench" "$build/bench/xthread_bench" "$ap_cli"; do
+for f in "$runstat" "$build/bench/xthread_bench" "$ap_cli"; do
   [ -x "$f" ] || { echo "bench: $f is not built" >&2; exit 1; }
 done
 [ -r "$ap_lib" ] || { echo "bench: $ap_lib is not built" >&2; exit 1; }
@@ -37,6 +37,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 WORKLOADS="micro xthread python sqlite"
+# micro reuses the runtime suite's program (bench/malloc_workload_bench.c).
+if [ ! -x "$build/bench/malloc_workload_bench" ]; then
+  echo "bench: $build/bench/malloc_workload_bench is not built: skipping the micro workload" >&2
+  WORKLOADS="xthread python sqlite"
+fi
 # Sizes: quick runs take ~0.05-0.15 s unprofiled (a smoke test: start-up
 # weighs in the ratios), full ones ~0.3-1 s on an idle core.
 if [ "$quick" = 1 ]; then
