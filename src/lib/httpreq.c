@@ -180,6 +180,23 @@ static int parse_field(const char *s, size_t n, httpreq *r)
 	return 0;
 }
 
+/*
+ * Whether the start of an unfinished request line can still become valid:
+ * a method token, then a space. Lets a client speaking another protocol
+ * (TLS, say) get its 400 at once instead of after the timeout. Empty lines
+ * (CR LF) still being skipped are fine.
+ */
+static bool method_prefix_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == ' ')
+			return i > 0;
+		if (!is_tchar((unsigned char)s[i]))
+			return i == 0 && s[i] == '\r' && n == 1;
+	}
+	return true;
+}
+
 int httpreq_parse(const char *buf, size_t len, size_t max_head, httpreq *out)
 {
 	if (!buf || !out)
@@ -192,8 +209,11 @@ int httpreq_parse(const char *buf, size_t len, size_t max_head, httpreq *out)
 	bool have_line = false;
 	for (;;) {
 		int rc = take_line(buf, scan, pos, &end, &next);
-		if (rc == HTTPREQ_INCOMPLETE)
+		if (rc == HTTPREQ_INCOMPLETE) {
+			if (!have_line && !method_prefix_ok(buf + pos, scan - pos))
+				return AP_ECORRUPT; /* not HTTP: say so now */
 			return len >= max_head ? AP_ERANGE : HTTPREQ_INCOMPLETE;
+		}
 		if (rc != 0)
 			return rc;
 		if (!have_line) {

@@ -231,3 +231,15 @@ AP_TEST(accept_matches_prometheus_protobuf_negotiation)
 	AP_CHECK(!accepts_proto("\"application/vnd.google.protobuf,;;=\""));
 	AP_CHECK(httpreq_accepts("text/plain", 10, "text/plain", NULL, 0));
 }
+
+AP_TEST(a_line_that_cannot_become_a_request_is_corrupt_before_its_end)
+{
+	httpreq r;
+	/* A TLS ClientHello: no line end will come, so do not wait for one. */
+	AP_CHECK_EQ_INT(httpreq_parse("\x16\x03\x01\x02", 4, 0, &r), AP_ECORRUPT);
+	AP_CHECK_EQ_INT(httpreq_parse(" GET", 4, 0, &r), AP_ECORRUPT);
+	AP_CHECK_EQ_INT(httpreq_parse("GE", 2, 0, &r), HTTPREQ_INCOMPLETE);
+	AP_CHECK_EQ_INT(httpreq_parse("GET /\x01", 6, 0, &r), HTTPREQ_INCOMPLETE);
+	AP_CHECK_EQ_INT(httpreq_parse("\r", 1, 0, &r), HTTPREQ_INCOMPLETE);
+	AP_CHECK_EQ_INT(httpreq_parse("\r\n\r", 3, 0, &r), HTTPREQ_INCOMPLETE);
+}

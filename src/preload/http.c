@@ -1,0 +1,648 @@
+/*
+ * http.c: the HTTP endpoint's server thread, request handling and routes
+ * (http.h).
+ *
+ * The thread polls a self-pipe (stop requests), the listening socket and up
+ * to HTTP_MAX_CONNS non-blocking connections. A connection goes READ (the
+ * head arrives, parsed by httpreq_parse after every read) -> WRITE (the
+ * whole response, built at once in the arena) -> DRAIN (our side shut down;
+ * whatever the client still sends is read and dropped until it closes, so
+ * closing never resets the connection under a response it has not read).
+ * Every connection has one deadline from accept; a client past it gets 408
+ * (if it had not finished its request) and is closed. When every slot is
+ * taken, new connections get 503 at once rather than waiting.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/httpreq.h"
+#include "allocprof/options.h"
+#include "allocprof/profile.h"
+#include "dump.h"
+
+enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
+
+#define DRAIN_MS 1000
+
+typedef struct conn {
+	int fd;
+	int state;
+	uint64_t deadline_ns;
+	char *in;
+	size_t in_len;
+	http_buf out;
+	size_t out_off;
+} conn;
+
+struct http_server {
+	http_source src;
+	int lfd, wake_r, wake_w;
+	uint16_t port;
+	pthread_t thread;
+	atomic_bool stop;
+	conn conns[HTTP_MAX_CONNS];
+	uint64_t requests, busy_ns; /* touched only by the server thread */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the http= option ---------------------------------------------------- */
+
+int http_parse_listen(const char *v, size_t n, void *dst, char *err, size_t errlen)
+{
+	static const char what[] =
+		"PORT, ADDR:PORT or [IPv6]:PORT with a numeric address or "
+		"localhost, port 0-65535 (0 = any free port), or off";
+	http_listen l;
+	memset(&l, 0, sizeof l);
+	if (n == 3 && memcmp(v, "off", 3) == 0) {
+		*(http_listen *)dst = l;
+		return 0;
+	}
+	const char *port = v;
+	size_t port_n = n;
+	char host[64];
+	bool have_host = false;
+	if (n > 0 && v[0] == '[') {
+		const char *close = memchr(v, ']', n);
+		if (!close || close + 1 >= v + n || close[1] != ':' ||
+		    (size_t)(close - v - 1) >= sizeof host)
+			goto bad;
+		memcpy(host, v + 1, (size_t)(close - v - 1));
+		host[close - v - 1] = '\0';
+		if (inet_pton(AF_INET6, host, l.addr) != 1)
+			goto bad;
+		l.v6 = true;
+		port = close + 2;
+		port_n = n - (size_t)(port - v);
+	} else {
+		const char *colon = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (v[i] == ':')
+				colon = v + i;
+		if (colon) {
+			size_t hn = (size_t)(colon - v);
+			if (hn == 0 || hn >= sizeof host)
+				goto bad;
+			memcpy(host, v, hn);
+			host[hn] = '\0';
+			have_host = true;
+			port = colon + 1;
+			port_n = n - hn - 1;
+		}
+		if (!have_host || strcmp(host, "localhost") == 0)
+			memcpy(host, "127.0.0.1", 10);
+		if (inet_pton(AF_INET, host, l.addr) != 1)
+			goto bad;
+	}
+	uint64_t p;
+	if (ap_parse_u64(port, port_n, &p) != 0 || p > 65535)
+		goto bad;
+	l.port = (uint16_t)p;
+	l.enabled = true;
+	*(http_listen *)dst = l;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s", what);
+	return AP_EINVAL;
+}
+
+void http_listen_format(const http_listen *l, uint16_t port, char *buf, size_t cap)
+{
+	char a[INET6_ADDRSTRLEN];
+	if (!inet_ntop(l->v6 ? AF_INET6 : AF_INET, l->addr, a, sizeof a))
+		memcpy(a, "?", 2);
+	snprintf(buf, cap, l->v6 ? "[%s]:%u" : "%s:%u", a, (unsigned)port);
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Error";
+	}
+}
+
+/* Compose the whole response in c->out. */
+static void respond(conn *c, int status, const char *ctype, const char *extra,
+		    const void *body, size_t n, bool head_only)
+{
+	http_buf *o = &c->out;
+	o->n = 0;
+	hb_printf(o, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		     "Connection: close\r\nCache-Control: no-store\r\n"
+		     "X-Content-Type-Options: nosniff\r\n%s\r\n",
+		  status, reason(status), ctype, n, extra ? extra : "");
+	if (!head_only)
+		hb_put(o, body, n);
+	if (hb_failed(o)) {
+		/* Out of memory: a static answer, without the arena. */
+		hb_free(o);
+		o->failed = false;
+		c->state = C_FREE; /* the caller closes */
+		return;
+	}
+	c->out_off = 0;
+	c->state = C_WRITE;
+}
+
+static void respond_text(conn *c, int status, const char *extra, const char *msg,
+			 bool head_only)
+{
+	respond(c, status, "text/plain; charset=utf-8", extra, msg, strlen(msg),
+		head_only);
+}
+
+/* ---- routes --------------------------------------------------------------- */
+
+enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_NONE };
+
+static enum route route_of(httpreq_str path)
+{
+	if (httpreq_str_eq(path, "/"))
+		return R_INDEX;
+	if (httpreq_str_eq(path, "/debug/pprof/") || httpreq_str_eq(path, "/debug/pprof"))
+		return R_PPROF_INDEX;
+	if (httpreq_str_eq(path, "/debug/pprof/heap"))
+		return R_HEAP;
+	if (httpreq_str_eq(path, "/debug/pprof/allocs"))
+		return R_ALLOCS;
+	if (httpreq_str_eq(path, "/metrics"))
+		return R_METRICS;
+	return R_NONE;
+}
+
+static const char index_html[] =
+	"<!DOCTYPE html>\n<html><head><title>allocprof</title></head><body>\n"
+	"<h1>allocprof</h1>\n<p>Heap profile of this process, sampled.</p>\n<ul>\n"
+	"<li><a href=\"debug/pprof/\">debug/pprof/</a>: pprof profiles</li>\n"
+	"<li><a href=\"metrics\">metrics</a>: Prometheus metrics</li>\n"
+	"</ul>\n</body></html>\n";
+
+static const char pprof_html[] =
+	"<!DOCTYPE html>\n<html><head><title>/debug/pprof/</title></head><body>\n"
+	"<h1>/debug/pprof/</h1>\n<p>Profiles (gzip'd pprof; "
+	"<code>go tool pprof http://HOST:PORT/debug/pprof/heap</code>):</p>\n<ul>\n"
+	"<li><a href=\"/debug/pprof/allocs\">allocs</a>: everything allocated since "
+	"the start (default sample type alloc_space)</li>\n"
+	"<li><a href=\"/debug/pprof/heap\">heap</a>: memory in use now (default "
+	"sample type inuse_space)</li>\n"
+	"</ul>\n</body></html>\n";
+
+/* Build and gzip the profile of the moment into body. */
+static int build_profile(http_server *s, bool allocs, http_buf *body)
+{
+	const http_source *src = &s->src;
+	if (src->dump_lock)
+		pthread_mutex_lock(src->dump_lock);
+	dump_input in = { .table = src->table,
+			  .a = src->a,
+			  .period = src->period,
+			  .format = 0,
+			  .start_realtime_ns = src->start_realtime_ns,
+			  .with_mappings = src->with_mappings };
+	ap_profile *p = NULL;
+	int rc = dump_build_profile(&in, &p);
+	if (rc == 0 && allocs) {
+		int64_t k = ap_profile_intern(p, AP_ST_ALLOC_SPACE);
+		if (k < 0)
+			rc = (int)k;
+		else
+			p->default_sample_type = k;
+	}
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	const ap_allocator *al = arena_allocator(src->a);
+	if (rc == 0)
+		rc = ap_pprof_encode(p, true, al, &buf, &len);
+	ap_profile_destroy(p);
+	if (src->dump_lock)
+		pthread_mutex_unlock(src->dump_lock);
+	if (rc == 0) {
+		hb_put(body, buf, len);
+		if (hb_failed(body))
+			rc = AP_ENOMEM;
+	}
+	if (buf)
+		al->free(al->ctx, buf, len + 1);
+	return rc;
+}
+
+static bool wants_protobuf(const httpreq *r)
+{
+	static const char *const params[] = {
+		"proto=io.prometheus.client.MetricFamily", "encoding=delimited"
+	};
+	const httpreq_str *acc = httpreq_header_value(r, "accept");
+	return acc && httpreq_accepts(acc->p, acc->n, "application/vnd.google.protobuf",
+				      params, 2);
+}
+
+static int build_metrics(http_server *s, bool proto, http_buf *body)
+{
+	metrics_input in;
+	memset(&in, 0, sizeof in);
+	in.table = s->src.table;
+	in.a = s->src.a;
+	in.period = s->src.period;
+	if (s->src.cost)
+		s->src.cost(s->src.cost_ctx, &in.cost);
+	in.cost.http_requests = s->requests;
+	in.cost.http_busy_ns = s->busy_ns;
+	return proto ? metrics_render_proto(&in, body) : metrics_render_text(&in, body);
+}
+
+static void serve(http_server *s, conn *c, const httpreq *r)
+{
+	bool head = r->method == HTTPREQ_HEAD;
+	enum route rt = route_of(r->path);
+	if (rt == R_NONE) {
+		respond_text(c, 404, NULL, "not found: try / for the list of endpoints\n",
+			     head);
+		return;
+	}
+	if (r->method != HTTPREQ_GET && !head) {
+		respond_text(c, 405, "Allow: GET, HEAD\r\n",
+			     "method not allowed: only GET and HEAD\n", false);
+		return;
+	}
+	if (rt == R_INDEX || rt == R_PPROF_INDEX) {
+		const char *html = rt == R_INDEX ? index_html : pprof_html;
+		respond(c, 200, "text/html; charset=utf-8", NULL, html, strlen(html), head);
+		return;
+	}
+	http_buf body;
+	hb_init(&body, s->src.a);
+	int rc;
+	const char *ctype, *extra = NULL;
+	if (rt == R_METRICS) {
+		bool proto = wants_protobuf(r);
+		rc = build_metrics(s, proto, &body);
+		ctype = proto ? "application/vnd.google.protobuf; "
+				"proto=io.prometheus.client.MetricFamily; encoding=delimited"
+			      : "text/plain; version=0.0.4; charset=utf-8";
+	} else {
+		rc = build_profile(s, rt == R_ALLOCS, &body);
+		ctype = "application/octet-stream";
+		extra = rt == R_ALLOCS ? "Content-Disposition: attachment; filename=\"allocs\"\r\n"
+				       : "Content-Disposition: attachment; filename=\"heap\"\r\n";
+	}
+	if (rc != 0) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "could not build the %s: %s\n",
+			 rt == R_METRICS ? "metrics" : "profile", ap_strerror(rc));
+		respond_text(c, 500, NULL, msg, head);
+	} else {
+		respond(c, 200, ctype, extra, body.p, body.n, head);
+	}
+	hb_free(&body);
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void conn_close(http_server *s, conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	arena_free(s->src.a, c->in);
+	hb_free(&c->out);
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+}
+
+/* A short fixed answer sent without waiting (the socket may not take it). */
+static void blurt(int fd, int status)
+{
+	char buf[192];
+	int k = snprintf(buf, sizeof buf,
+			 "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+			 status, reason(status));
+	ssize_t w = send(fd, buf, (size_t)k, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)w;
+}
+
+static void conn_write(http_server *s, conn *c)
+{
+	while (c->out_off < c->out.n) {
+		ssize_t w = send(c->fd, c->out.p + c->out_off, c->out.n - c->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0) {
+			conn_close(s, c);
+			return;
+		}
+		c->out_off += (size_t)w;
+	}
+	shutdown(c->fd, SHUT_WR);
+	hb_free(&c->out);
+	c->state = C_DRAIN;
+	uint64_t d = mono_ns() + (uint64_t)DRAIN_MS * 1000000ULL;
+	if (d < c->deadline_ns)
+		c->deadline_ns = d;
+}
+
+static void conn_read(http_server *s, conn *c)
+{
+	if (c->state == C_DRAIN) {
+		char sink[1024];
+		ssize_t r = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			conn_close(s, c);
+		return;
+	}
+	ssize_t r = recv(c->fd, c->in + c->in_len, HTTP_MAX_HEAD - c->in_len, MSG_DONTWAIT);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_close(s, c); /* the client left before finishing its request */
+		return;
+	}
+	c->in_len += (size_t)r;
+	httpreq req;
+	int rc = httpreq_parse(c->in, c->in_len, HTTP_MAX_HEAD, &req);
+	if (rc == HTTPREQ_INCOMPLETE)
+		return;
+	uint64_t t0 = mono_ns();
+	if (rc == 0)
+		serve(s, c, &req);
+	else if (rc == AP_ERANGE)
+		respond_text(c, 431, NULL, "request head too large (limit 8 KiB, 32 fields)\n",
+			     false);
+	else if (rc == AP_EVERSION)
+		respond_text(c, 505, NULL, "only HTTP/1.0 and HTTP/1.1 are supported\n", false);
+	else
+		respond_text(c, 400, NULL, "malformed HTTP request\n", false);
+	s->requests++;
+	s->busy_ns += mono_ns() - t0;
+	if (c->state == C_FREE) {
+		blurt(c->fd, 500);
+		conn_close(s, c);
+		return;
+	}
+	conn_write(s, c);
+}
+
+static void accept_all(http_server *s)
+{
+	for (int k = 0; k < HTTP_MAX_CONNS; k++) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or a client that reset before accept */
+		conn *c = NULL;
+		for (int i = 0; i < HTTP_MAX_CONNS && !c; i++)
+			if (s->conns[i].state == C_FREE)
+				c = &s->conns[i];
+		char *in = c ? arena_alloc(s->src.a, HTTP_MAX_HEAD) : NULL;
+		if (!in) {
+			blurt(fd, 503);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->in = in;
+		c->in_len = 0;
+		c->state = C_READ;
+		c->deadline_ns = mono_ns() + (uint64_t)HTTP_REQUEST_TIMEOUT_MS * 1000000ULL;
+		hb_init(&c->out, s->src.a);
+	}
+}
+
+static void expire(http_server *s, uint64_t now)
+{
+	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+		conn *c = &s->conns[i];
+		if (c->state == C_FREE || now < c->deadline_ns)
+			continue;
+		if (c->state == C_READ)
+			blurt(c->fd, 408);
+		conn_close(s, c);
+	}
+}
+
+static int poll_timeout(const http_server *s, uint64_t now)
+{
+	uint64_t first = UINT64_MAX;
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		if (s->conns[i].state != C_FREE && s->conns[i].deadline_ns < first)
+			first = s->conns[i].deadline_ns;
+	if (first == UINT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)((first - now) / 1000000ULL) + 1;
+}
+
+static void *server_main(void *arg)
+{
+	http_server *s = arg;
+	if (s->src.thread_init)
+		s->src.thread_init();
+	struct pollfd pf[2 + HTTP_MAX_CONNS];
+	int who[2 + HTTP_MAX_CONNS];
+	while (!atomic_load(&s->stop)) {
+		int n = 0;
+		pf[n++] = (struct pollfd){ .fd = s->wake_r, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+			conn *c = &s->conns[i];
+			if (c->state == C_FREE)
+				continue;
+			who[n] = i;
+			pf[n++] = (struct pollfd){ .fd = c->fd,
+						   .events = c->state == C_WRITE ? POLLOUT
+										 : POLLIN };
+		}
+		int k = poll(pf, (nfds_t)n, poll_timeout(s, mono_ns()));
+		if (k < 0 && errno != EINTR)
+			break;
+		if (atomic_load(&s->stop))
+			break;
+		if (k > 0) {
+			for (int i = 2; i < n; i++) {
+				conn *c = &s->conns[who[i]];
+				if (!pf[i].revents || c->state == C_FREE)
+					continue;
+				if (c->state == C_WRITE)
+					conn_write(s, c);
+				else
+					conn_read(s, c);
+			}
+			if (pf[1].revents & POLLIN)
+				accept_all(s);
+		}
+		expire(s, mono_ns());
+	}
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		if (s->conns[i].state != C_FREE)
+			conn_close(s, &s->conns[i]);
+	return NULL;
+}
+
+/* ---- lifetime -------------------------------------------------------------- */
+
+static int open_listener(const http_listen *l, uint16_t *port, char *err, size_t errlen)
+{
+	char where[80];
+	http_listen_format(l, l->port, where, sizeof where);
+	int fd = socket(l->v6 ? AF_INET6 : AF_INET,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a socket for %s: %s", where,
+			 strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof ss);
+	if (l->v6) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(l->port);
+		memcpy(&a6->sin6_addr, l->addr, 16);
+		sl = sizeof *a6;
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(l->port);
+		memcpy(&a4->sin_addr, l->addr, 4);
+		sl = sizeof *a4;
+	}
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 64) != 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", where, strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	sl = sizeof ss;
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*port = ntohs(l->v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			    : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+int http_server_start(const http_listen *l, const http_source *src,
+		      http_server **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!l || !src || !l->enabled) {
+		snprintf(err, errlen, "no address to listen on");
+		return AP_EINVAL;
+	}
+	http_server *s = arena_alloc(src->a, sizeof *s);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return AP_ENOMEM;
+	}
+	s->src = *src;
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	s->lfd = open_listener(l, &s->port, err, errlen);
+	int p[2];
+	if (s->lfd >= 0 && pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
+		close(s->lfd);
+		s->lfd = -1;
+	}
+	if (s->lfd < 0) {
+		arena_free(src->a, s);
+		return AP_EIO;
+	}
+	s->wake_r = p[0];
+	s->wake_w = p[1];
+	/* The thread must not take the program's signals. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&s->thread, NULL, server_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the server thread: %s", strerror(rc));
+		close(s->lfd);
+		close(s->wake_r);
+		close(s->wake_w);
+		arena_free(src->a, s);
+		return AP_EIO;
+	}
+	*out = s;
+	return 0;
+}
+
+uint16_t http_server_port(const http_server *s)
+{
+	return s ? s->port : 0;
+}
+
+static void close_fds(http_server *s)
+{
+	close(s->lfd);
+	close(s->wake_r);
+	close(s->wake_w);
+}
+
+void http_server_stop(http_server *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, true);
+	ssize_t w = write(s->wake_w, "x", 1);
+	(void)w;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += HTTP_STOP_TIMEOUT_MS / 1000;
+	ts.tv_nsec += (long)(HTTP_STOP_TIMEOUT_MS % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(s->thread, NULL, &ts) != 0) {
+		/* Stuck building a response: leave it (and its memory) alone;
+		 * the process is exiting. */
+		pthread_detach(s->thread);
+		return;
+	}
+	close_fds(s);
+	arena_free(s->src.a, s);
+}
+
+void http_server_forget(http_server *s)
+{
+	if (!s)
+		return;
+	close_fds(s);
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		if (s->conns[i].fd >= 0)
+			close(s->conns[i].fd);
+	/* The memory stays: the child's arena still accounts for it, and a
+	 * copy of a parent's half-built response is not worth reclaiming. */
+}

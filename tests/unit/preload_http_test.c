@@ -1,0 +1,413 @@
+/*
+ * preload_http_test.c: the runtime's HTTP endpoint (src/preload/http.h,
+ * metrics.h) served from a real stack table fed known exact samples
+ * (weight 1, so every estimate is the truth and every interval collapses
+ * to it), over real loopback sockets: endpoints, status codes for bad,
+ * oversized, unsupported and slow requests, the protobuf negotiation, the
+ * connection limit and a bounded stop. The server runs its own thread;
+ * this file is AP_TEST_THREADED so CI runs it under ThreadSanitizer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocprof/profile.h"
+#include "aptest.h"
+#include "http.h"
+#include "protobuf.h"
+
+static const uintptr_t stack_a[] = { 0x1000, 0x2000 };
+static const uintptr_t stack_b[] = { 0x5000 };
+
+typedef struct fixture {
+	arena a;
+	stack_table t;
+	http_server *s;
+	uint16_t port;
+} fixture;
+
+/* Exact samples: 3 x 100 bytes at stack a (one freed), 1 x 5000 at b. */
+static int setup(fixture *f)
+{
+	memset(f, 0, sizeof *f);
+	arena_init(&f->a);
+	if (table_init(&f->t, &f->a) != 0)
+		return -1;
+	ap_sample_info info;
+	memset(&info, 0, sizeof info);
+	info.count = 1;
+	info.prob = info.weight = 1;
+	info.exact = true;
+	sample_rec rec;
+	info.size = 100;
+	for (int i = 0; i < 3; i++)
+		if (table_record_alloc(&f->t, stack_a, 2, 1, &info, 112, &rec, NULL) != 0)
+			return -1;
+	rec.t_ns = 0;
+	table_record_free(&f->t, &rec, 1000);
+	info.size = 5000;
+	if (table_record_alloc(&f->t, stack_b, 1, 1, &info, 5008, &rec, NULL) != 0)
+		return -1;
+	http_listen l;
+	char err[160];
+	if (http_parse_listen("0", 1, &l, err, sizeof err) != 0)
+		return -1;
+	http_source src = { .table = &f->t, .a = &f->a, .period = 1,
+			    .start_realtime_ns = 1, .with_mappings = false };
+	if (http_server_start(&l, &src, &f->s, err, sizeof err) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	f->port = http_server_port(f->s);
+	return 0;
+}
+
+static int dial(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read until EOF (at most cap - 1 bytes, 8 s); NUL-terminate. */
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (n + 1 < cap && poll(&p, 1, 8000) > 0) {
+		ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+typedef struct reply {
+	int status;
+	char *head;   /* NUL-terminated head text */
+	char *body;
+	size_t body_len;
+	char raw[1 << 20];
+} reply;
+
+static int ask(uint16_t port, const char *req, size_t req_len, reply *r)
+{
+	memset(r, 0, offsetof(reply, raw));
+	int fd = dial(port);
+	if (fd < 0)
+		return -1;
+	if (send(fd, req, req_len, MSG_NOSIGNAL) != (ssize_t)req_len) {
+		close(fd);
+		return -1;
+	}
+	size_t n = read_all(fd, r->raw, sizeof r->raw);
+	close(fd);
+	char *end = strstr(r->raw, "\r\n\r\n");
+	if (!end || sscanf(r->raw, "HTTP/1.1 %d", &r->status) != 1)
+		return -1;
+	*end = '\0';
+	r->head = r->raw;
+	r->body = end + 4;
+	r->body_len = n - (size_t)(r->body - r->raw);
+	return 0;
+}
+
+static int get(uint16_t port, const char *path, const char *extra, reply *r)
+{
+	char req[1024];
+	int k = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n%s\r\n", path,
+			 extra ? extra : "");
+	return ask(port, req, (size_t)k, r);
+}
+
+static reply R; /* 1 MiB: not on the stack */
+
+AP_TEST(metrics_text_carries_exact_totals)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK(strstr(R.head, "Content-Type: text/plain; version=0.0.4"));
+	/* 3 x 100 + 5000 allocated; one 100 freed. Weights are 1: exact. */
+	AP_CHECK(strstr(R.body, "\nallocprof_allocated_bytes_total 5300\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_allocated_objects_total 4\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_inuse_bytes 5200\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_inuse_objects 3\n"));
+	/* Every sample certain: the interval is the point. */
+	AP_CHECK(strstr(R.body, "\nallocprof_inuse_bytes_lower{level=\"0.95\"} 5200\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_inuse_bytes_upper{level=\"0.95\"} 5200\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_sampled_allocations_total 4\n"));
+	AP_CHECK(strstr(R.body, "\nallocprof_sampled_frees_total 1\n"));
+	AP_CHECK(strstr(R.body, "# TYPE allocprof_allocation_size_bytes histogram\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_bucket{le=\"128\"} 3\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_bucket{le=\"4096\"} 3\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_bucket{le=\"8192\"} 4\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_count 4\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_sum 5300\n"));
+}
+
+static int64_t value_of(const ap_profile *p, const char *type)
+{
+	int k = ap_profile_find_sample_type(p, type);
+	int64_t sum = 0;
+	for (size_t i = 0; k >= 0 && i < p->nsamples; i++)
+		sum += p->samples[i].values[k];
+	return k >= 0 ? sum : -1;
+}
+
+AP_TEST(heap_and_allocs_are_gzipped_pprof_with_their_default_type)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	static const char *const paths[] = { "/debug/pprof/heap", "/debug/pprof/allocs" };
+	static const char *const defaults[] = { "inuse_space", "alloc_space" };
+	for (int i = 0; i < 2; i++) {
+		AP_CHECK_EQ_INT(get(f.port, paths[i], NULL, &R), 0);
+		AP_CHECK_EQ_INT(R.status, 200);
+		AP_CHECK(strstr(R.head, "Content-Type: application/octet-stream"));
+		AP_CHECK(strstr(R.head, "Content-Disposition: attachment"));
+		AP_CHECK(R.body_len > 2 && (unsigned char)R.body[0] == 0x1f);
+		ap_profile *p = NULL;
+		char err[160];
+		AP_CHECK_EQ_INT(ap_pprof_decode((const unsigned char *)R.body, R.body_len,
+						NULL, &p, err, sizeof err), 0);
+		AP_CHECK(strcmp(ap_profile_string(p, p->default_sample_type), defaults[i]) == 0);
+		AP_CHECK_EQ_INT(value_of(p, "alloc_space"), 5300);
+		AP_CHECK_EQ_INT(value_of(p, "inuse_space"), 5200);
+		AP_CHECK_EQ_INT(value_of(p, "inuse_objects"), 3);
+		ap_profile_destroy(p);
+	}
+	http_server_stop(f.s);
+}
+
+AP_TEST(status_codes_for_paths_methods_and_bad_requests)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	static const struct {
+		const char *req;
+		int status;
+	} cases[] = {
+		{ "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404 },
+		{ "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc", 405 },
+		{ "DELETE /debug/pprof/heap HTTP/1.0\r\n\r\n", 405 },
+		{ "GET /metrics HTTP/1.1\r\n\r\n", 400 },            /* no Host */
+		{ "GET /metrics HTTP/1.1\r\nHost : t\r\n\r\n", 400 },
+		{ "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n", 400 }, /* TLS */
+		{ "GET / HTTP/2.0\r\n\r\n", 505 },
+		{ "GET / HTTP/1.0\r\n\r\n", 200 },
+		{ "GET /debug/pprof/ HTTP/1.0\r\n\r\n", 200 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		AP_CHECK_EQ_INT(ask(f.port, cases[i].req, strlen(cases[i].req), &R), 0);
+		AP_CHECK_MSG(R.status == cases[i].status, "case %zu: %d", i, R.status);
+		if (R.status == 405)
+			AP_CHECK(strstr(R.head, "\r\nAllow: GET, HEAD"));
+	}
+	http_server_stop(f.s);
+}
+
+AP_TEST(head_gets_the_headers_without_the_body)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	const char *req = "HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+	AP_CHECK_EQ_INT(ask(f.port, req, strlen(req), &R), 0);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK_EQ_U64(R.body_len, 0);
+	AP_CHECK(strstr(R.head, "Content-Length: 0") == NULL);
+}
+
+AP_TEST(an_oversized_head_gets_431)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	static char big[3 * HTTP_MAX_HEAD];
+	size_t n = (size_t)snprintf(big, sizeof big, "GET /metrics HTTP/1.1\r\nHost: t\r\nX: ");
+	memset(big + n, 'a', sizeof big - n);
+	AP_CHECK_EQ_INT(ask(f.port, big, sizeof big, &R), 0);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(R.status, 431);
+}
+
+/* Length-delimited MetricFamily messages: find the one named name and
+ * return the Histogram's schema (field 5) of its first metric, or -99. */
+static int family_schema(const unsigned char *p, size_t n, const char *name)
+{
+	pb_reader r = { .p = p, .len = n };
+	while (pb_more(&r)) {
+		uint64_t len;
+		if (pb_get_varint(&r, &len) != 0 || len > r.len - r.pos)
+			return -99;
+		pb_reader fam = { .p = r.p + r.pos, .len = (size_t)len };
+		r.pos += (size_t)len;
+		bool match = false;
+		int schema = -98;
+		uint32_t field;
+		enum pb_wire wt;
+		while (pb_more(&fam) && pb_get_tag(&fam, &field, &wt) == 0) {
+			pb_reader sub;
+			if (field == 1 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
+				match = sub.len == strlen(name) && memcmp(sub.p, name, sub.len) == 0;
+			} else if (field == 4 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
+				uint32_t f2;
+				enum pb_wire w2;
+				while (pb_more(&sub) && pb_get_tag(&sub, &f2, &w2) == 0) {
+					pb_reader h;
+					if (f2 != 7 || pb_get_len(&sub, &h) != 0) {
+						if (pb_skip(&sub, f2, w2) != 0)
+							return -99;
+						continue;
+					}
+					uint32_t f3;
+					enum pb_wire w3;
+					while (pb_more(&h) && pb_get_tag(&h, &f3, &w3) == 0) {
+						uint64_t v;
+						if (f3 == 5 && w3 == PB_VARINT && pb_get_varint(&h, &v) == 0)
+							schema = (int)(v >> 1) ^ -(int)(v & 1);
+						else if (pb_skip(&h, f3, w3) != 0)
+							return -99;
+					}
+				}
+			} else if (pb_skip(&fam, field, wt) != 0) {
+				return -99;
+			}
+		}
+		if (match)
+			return schema;
+	}
+	return -99;
+}
+
+AP_TEST(metrics_protobuf_when_asked_with_a_native_histogram)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics",
+			    "Accept: application/vnd.google.protobuf;"
+			    "proto=io.prometheus.client.MetricFamily;encoding=delimited;"
+			    "q=0.7,text/plain;version=0.0.4;q=0.3\r\n",
+			    &R),
+			0);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK(strstr(R.head, "Content-Type: application/vnd.google.protobuf; "
+				"proto=io.prometheus.client.MetricFamily; encoding=delimited"));
+	AP_CHECK_EQ_INT(family_schema((const unsigned char *)R.body, R.body_len,
+				      "allocprof_allocation_size_bytes"),
+			METRICS_NATIVE_SCHEMA);
+	AP_CHECK(family_schema((const unsigned char *)R.body, R.body_len,
+			       "allocprof_inuse_bytes") == -98); /* a gauge */
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+AP_TEST(a_slow_client_does_not_hold_up_others_and_times_out)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	int slow = dial(f.port);
+	AP_CHECK(slow >= 0);
+	AP_CHECK(send(slow, "GET /metr", 9, MSG_NOSIGNAL) == 9);
+	double t0 = now_s();
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK(now_s() - t0 < 1.0); /* not behind the slow one's 5 s */
+	char buf[512];
+	read_all(slow, buf, sizeof buf);
+	double waited = now_s() - t0;
+	close(slow);
+	http_server_stop(f.s);
+	AP_CHECK_MSG(strncmp(buf, "HTTP/1.1 408 ", 13) == 0, "got '%s' after %.2f s", buf,
+		     waited);
+	/* The deadline is 5 s from accept; allow scheduling slack. */
+	AP_CHECK(waited > 4.0 && waited < 7.0);
+}
+
+AP_TEST(connections_past_the_limit_get_503_then_service_resumes)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	int idle[HTTP_MAX_CONNS];
+	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+		idle[i] = dial(f.port);
+		AP_CHECK(idle[i] >= 0);
+	}
+	usleep(100000); /* let the server accept them all */
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 503);
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		close(idle[i]);
+	usleep(100000);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	double t0 = now_s();
+	http_server_stop(f.s);
+	AP_CHECK(now_s() - t0 < 1.0);
+}
+
+AP_TEST(stop_is_prompt_with_a_connection_open)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	int fd = dial(f.port);
+	AP_CHECK(fd >= 0);
+	double t0 = now_s();
+	http_server_stop(f.s);
+	AP_CHECK(now_s() - t0 < 1.0);
+	char buf[64];
+	AP_CHECK_EQ_U64(read_all(fd, buf, sizeof buf), 0); /* closed by the stop */
+	close(fd);
+	http_server_stop(NULL);
+}
+
+AP_TEST(listen_option_forms)
+{
+	http_listen l;
+	char err[200];
+	char text[64];
+	AP_CHECK_EQ_INT(http_parse_listen("8080", 4, &l, err, sizeof err), 0);
+	http_listen_format(&l, l.port, text, sizeof text);
+	AP_CHECK(l.enabled && strcmp(text, "127.0.0.1:8080") == 0);
+	AP_CHECK_EQ_INT(http_parse_listen("0.0.0.0:9", 9, &l, err, sizeof err), 0);
+	http_listen_format(&l, l.port, text, sizeof text);
+	AP_CHECK(strcmp(text, "0.0.0.0:9") == 0);
+	AP_CHECK_EQ_INT(http_parse_listen("localhost:0", 11, &l, err, sizeof err), 0);
+	AP_CHECK(l.port == 0 && l.addr[0] == 127);
+	AP_CHECK_EQ_INT(http_parse_listen("[::1]:65535", 11, &l, err, sizeof err), 0);
+	http_listen_format(&l, l.port, text, sizeof text);
+	AP_CHECK(l.v6 && strcmp(text, "[::1]:65535") == 0);
+	AP_CHECK_EQ_INT(http_parse_listen("off", 3, &l, err, sizeof err), 0);
+	AP_CHECK(!l.enabled);
+	static const char *const bad[] = { "", "65536", "example.com:80", ":80",
+					   "1.2.3:80", "[::1]80", "[::1]:", "80x",
+					   "127.0.0.1:", "-1", "[nothex]:1" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		AP_CHECK_MSG(http_parse_listen(bad[i], strlen(bad[i]), &l, err, sizeof err) ==
+				     AP_EINVAL && strstr(err, "PORT"),
+			     "accepted '%s'", bad[i]);
+}
