@@ -107,6 +107,32 @@ static int64_t col(const ap_sample *s, int i)
 	return i < 0 ? 0 : s->values[i];
 }
 
+/* The sample's numeric "bytes" label (its allocation size), or 0. */
+static double size_label(const ap_profile *p, const ap_sample *s)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (s->labels[i].num > 0 && !s->labels[i].str &&
+		    !strcmp(ap_profile_string(p, s->labels[i].key), "bytes"))
+			return (double)s->labels[i].num;
+	return 0;
+}
+
+/*
+ * jeprof scales a line by its average size bytes/objects. The object column
+ * is an HT estimate rounded to an integer, so for a large object sampled with
+ * probability below 1 (1.16 objects stored as 1) that ratio is off by up to
+ * the rounding; when the sample says its size, derive the fractional object
+ * count from the (much larger, so relatively exact) byte column instead.
+ */
+static int transform_pair(int64_t objects, int64_t bytes, double size,
+			  double rate, uint64_t *c_out, uint64_t *s_out)
+{
+	double c = (double)objects;
+	if (size > 0 && bytes > 0)
+		c = (double)bytes / size;
+	return ap_jeprof_transform(c, (double)bytes, rate, c_out, s_out);
+}
+
 /* The four numbers to write for s: in-use pair, then cumulative pair. */
 static int line_values(const ap_profile *p, const ap_sample *s,
 		       const struct cols *c, uint64_t out[4])
@@ -116,11 +142,12 @@ static int line_values(const ap_profile *p, const ap_sample *s,
 	for (int i = 0; i < 4; i++)
 		if (v[i] < 0)
 			return AP_EINVAL;
-	int rc = ap_jeprof_transform((double)v[0], (double)v[1],
-				     (double)p->period, &out[0], &out[1]);
+	double size = size_label(p, s);
+	int rc = transform_pair(v[0], v[1], size, (double)p->period, &out[0],
+				&out[1]);
 	if (!rc)
-		rc = ap_jeprof_transform((double)v[2], (double)v[3],
-					 (double)p->period, &out[2], &out[3]);
+		rc = transform_pair(v[2], v[3], size, (double)p->period,
+				    &out[2], &out[3]);
 	return rc;
 }
 

@@ -212,6 +212,44 @@ AP_TEST(jeprof_scaling_recovers_unbiased_values)
 	ap_profile_destroy(p);
 }
 
+/*
+ * One sampled 1 MiB object at R = 512 KiB: pi = 1 - e^-2 = 0.865, so its HT
+ * object count 1.156 is stored rounded to 1 while bytes keep 1212396. The
+ * average bytes/objects would then be 16% too large and jeprof, scaling by
+ * 1 / (1 - exp(-avg/R)), would print bytes 3% off. With the sample's "bytes"
+ * label the encoder uses the true size, so only integer rounding remains
+ * (line_tolerance above).
+ */
+AP_TEST(jeprof_scaling_uses_the_size_label_for_large_objects)
+{
+	ap_profile *p;
+	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_init_heap(p, (int64_t)R), 0);
+	double z = 1048576, pi = -expm1(z * log1p(-1.0 / R));
+	int64_t bytes = llround(z / pi);
+	int64_t v[14] = { 1, bytes, 1, bytes };
+	ap_location leaf = { .address = 0x401000 };
+	uint64_t id;
+	AP_CHECK_EQ_INT(ap_profile_add_location(p, &leaf, &id), 0);
+	ap_label lab = { .key = ap_profile_intern(p, "bytes"), .num = (int64_t)z };
+	lab.num_unit = lab.key;
+	AP_CHECK_EQ_INT(ap_profile_add_sample(p, &id, 1, v, &lab, 1), 0);
+	char *txt;
+	size_t len;
+	AP_CHECK_EQ_INT(ap_heapv2_encode(p, NULL, NULL, &txt, &len), 0);
+	const char *s = strstr(strchr(txt, '@'), "t*:");
+	unsigned long long c[4];
+	int n = s ? sscanf(s, "t*: %llu: %llu [%llu: %llu]", &c[0], &c[1],
+			   &c[2], &c[3]) : 0;
+	lfree(txt, len + 1);
+	ap_profile_destroy(p);
+	AP_CHECK_EQ_INT(n, 4);
+	double no, nb;
+	jeprof_scale((double)c[2], (double)c[3], &no, &nb);
+	/* c = 1 written against c* = 1.156 * 0.865 = 1: rounding-free. */
+	AP_CHECK_NEAR(nb, (double)bytes, 0.5 / (double)c[3] + 1e-9, 1);
+}
+
 AP_TEST(round_trip_values_stacks_mappings)
 {
 	int64_t v[NS * NK][4];
