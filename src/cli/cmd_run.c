@@ -7,7 +7,8 @@
  * command line overrides the environment), runs the command with
  * fork/execvp and forwards SIGINT, SIGTERM and SIGHUP sent to allocprof
  * (not the terminal's SIGINT, which the child already receives as part of
- * the foreground process group). Its exit status is the child's (128+N for a
+ * the foreground process group; signals ignored at start, as under nohup,
+ * stay ignored). Its exit status is the child's (128+N for a
  * death by signal N; 127 when the command is not found, 126 when it cannot
  * be executed). At the end a short summary of the profiles the run wrote is
  * printed on stderr: `allocprof report --top 10` when that command is in
@@ -359,8 +360,13 @@ static int run_child(char **argv, const char *lib, const char *options,
 	sa.sa_sigaction = forward_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &sa, &old[i]);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		/* A signal ignored when we started (nohup, a script's background
+		 * job) stays ignored, as it is in the child. */
+		sigaction(forwarded[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 
 	int exec_errno = 0;

@@ -19,9 +19,10 @@ run_on() {
 	shift 2
 	local dir=$TMP/prof/$name st_plain=0 st_prof=0
 	mkdir -p "$dir"
-	LD_PRELOAD="$alloc" bounded 180 "$@" >"$TMP/$name.plain" 2>&1 || st_plain=$?
-	LD_PRELOAD="$LIB $alloc" ALLOCPROF_OPTIONS="seed=11,output=$dir/p.%p.pb.gz" \
-		bounded 180 "$@" >"$TMP/$name.prof" 2>&1 || st_prof=$?
+	bounded 180 env LD_PRELOAD="$alloc" "$@" >"$TMP/$name.plain" 2>&1 || st_plain=$?
+	bounded 180 env LD_PRELOAD="$LIB $alloc" \
+		ALLOCPROF_OPTIONS="seed=11,output=$dir/p.%p.pb.gz" "$@" \
+		>"$TMP/$name.prof" 2>&1 || st_prof=$?
 	[ "$st_plain" = 0 ] || fail "$name: fails even without the runtime ($st_plain)"
 	[ "$st_prof" = 0 ] || fail "$name: exit status $st_prof under the runtime: $(tail -3 "$TMP/$name.prof")"
 	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||

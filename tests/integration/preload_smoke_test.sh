@@ -88,11 +88,13 @@ same_run() {
 	done
 	shift
 	local st_plain=0 st_prof=0
-	bounded "$secs" "$@" >"$TMP/$name.plain" 2>"$TMP/$name.plain.err" || st_plain=$?
-	env "${envs[@]}" bounded "$secs" "$@" >"$TMP/$name.prof" 2>"$TMP/$name.prof.err" || st_prof=$?
+	bounded "$secs" "$@" </dev/null >"$TMP/$name.plain" 2>"$TMP/$name.plain.err" ||
+		st_plain=$?
+	bounded "$secs" env "${envs[@]}" "$@" </dev/null >"$TMP/$name.prof" \
+		2>"$TMP/$name.prof.err" || st_prof=$?
 	[ $st_prof != 124 ] || fail "$name: timed out under the runtime"
 	[ $st_plain = "$st_prof" ] ||
-		fail "$name: exit status $st_prof under the runtime, $st_plain without; stderr: $(tail -3 "$TMP/$name.prof.err")"
+		fail "$name: exit status $st_prof under the runtime, $st_plain without; stderr: $(tail -3 "$TMP/$name.prof.err") / without: $(tail -3 "$TMP/$name.plain.err")"
 	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
 		fail "$name: output differs under the runtime: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
 }

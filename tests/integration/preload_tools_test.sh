@@ -17,8 +17,8 @@ command -v jeprof >/dev/null && have_jeprof=1
 [ $have_go = 1 ] || [ $have_jeprof = 1 ] || skip "neither go nor jeprof is installed"
 
 run_prof() { # run_prof FORMAT OUTPUT: exact_allocs at rate=1
-	LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,seed=9,format=$1,output=$2" \
-		bounded 60 "$PROG" >"$TMP/expect.$1" || fail "exact_allocs failed under the runtime ($1)"
+	bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,seed=9,format=$1,output=$2" \
+		"$PROG" >"$TMP/expect.$1" || fail "exact_allocs failed under the runtime ($1)"
 }
 
 run_prof pprof "$TMP/p.pb.gz"
@@ -37,7 +37,7 @@ raw_total() {
 }
 
 if [ $have_go = 1 ]; then
-	go_pprof -top -sample_index=alloc_space "$PROG" "$TMP/p.pb.gz" >"$TMP/top.txt" 2>"$TMP/top.err" ||
+	go_pprof -top -nodefraction=0 -nodecount=10000 -sample_index=alloc_space "$PROG" "$TMP/p.pb.gz" >"$TMP/top.txt" 2>"$TMP/top.err" ||
 		fail "go tool pprof -top failed: $(head -3 "$TMP/top.err")"
 	for f in site_malloc_small site_malloc_varied site_calloc site_realloc_grow \
 		site_aligned site_big site_live_at_exit site_thread_alloc; do
@@ -51,6 +51,7 @@ if [ $have_go = 1 ]; then
 	want_inuse=$(awk '$1 == "site" { t += $6 } END { print t }' "$TMP/expect.pprof")
 	got_alloc=$(raw_total 2)
 	got_inuse=$(raw_total 4)
+	echo "pprof totals: alloc $got_alloc (sites $want_alloc), inuse $got_inuse (sites $want_inuse)" >&2
 	if [ "$got_alloc" -lt "$want_alloc" ] || [ "$got_alloc" -gt $((want_alloc + 65536)) ]; then
 		fail "pprof alloc_space total $got_alloc, program allocated $want_alloc in its sites"
 	fi
@@ -75,6 +76,7 @@ if [ $have_jeprof = 1 ]; then
 			d=$((je > pp ? je - pp : pp - je))
 			# heap_v2 and pprof come from two runs of a deterministic
 			# program at rate=1: equal but for jeprof's rounding.
+			echo "${view%%:*}: jeprof $je, pprof $pp, $nstacks stacks" >&2
 			[ "$d" -le "$nstacks" ] ||
 				fail "${view%%:*}: jeprof total $je vs pprof $pp (diff $d > $nstacks stacks)"
 		done

@@ -46,7 +46,10 @@ check_readable "$TMP"/s3.*.pb.gz
 # --- SIGTERM and SIGINT sent to allocprof reach the program ------------------
 for sig in TERM INT; do
 	rm -f "$TMP/ready"
-	bounded 60 "$CLI" run -q -o "$TMP/w.%p.pb.gz" -- "$P/exit_status" wait >"$TMP/ready" 2>&1 &
+	# A background job of a script starts with SIGINT ignored, and allocprof
+	# (like nohup-aware tools) leaves ignored signals alone: reset them.
+	env --default-signal=INT,TERM "$CLI" run -q -o "$TMP/w.%p.pb.gz" -- \
+		"$P/exit_status" wait >"$TMP/ready" 2>&1 &
 	runpid=$!
 	for _ in $(seq 100); do
 		grep -q ready "$TMP/ready" 2>/dev/null && break
@@ -54,6 +57,15 @@ for sig in TERM INT; do
 	done
 	grep -q ready "$TMP/ready" || fail "program under allocprof run never started"
 	kill -"$sig" "$runpid"
+	for _ in $(seq 300); do
+		kill -0 "$runpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$runpid" 2>/dev/null; then
+		pkill -KILL -P "$runpid" || true
+		kill -KILL "$runpid"
+		fail "SIG$sig to allocprof run: still running after 30 s"
+	fi
 	st=0
 	wait "$runpid" || st=$?
 	want=$((128 + $(kill -l "$sig")))
