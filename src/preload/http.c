@@ -15,6 +15,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -41,7 +43,8 @@ typedef struct conn {
 	int state;
 	uint64_t deadline_ns;
 	char *in;
-	size_t in_len;
+	size_t in_len, in_cap;
+	size_t want; /* head + body bytes awaited; 0 = head not complete yet */
 	http_buf out;
 	size_t out_off;
 } conn;
@@ -142,6 +145,8 @@ static const char *reason(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
@@ -182,7 +187,7 @@ static void respond_text(conn *c, int status, const char *extra, const char *msg
 
 /* ---- routes --------------------------------------------------------------- */
 
-enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_NONE };
+enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_SYMBOL, R_NONE };
 
 static enum route route_of(httpreq_str path)
 {
@@ -196,6 +201,8 @@ static enum route route_of(httpreq_str path)
 		return R_ALLOCS;
 	if (httpreq_str_eq(path, "/metrics"))
 		return R_METRICS;
+	if (httpreq_str_eq(path, "/debug/pprof/symbol"))
+		return R_SYMBOL;
 	return R_NONE;
 }
 
@@ -279,6 +286,54 @@ static int build_metrics(http_server *s, bool proto, http_buf *body)
 	return proto ? metrics_render_proto(&in, body) : metrics_render_text(&in, body);
 }
 
+/*
+ * Go's symbol service (net/http/pprof): POST a '+'-separated list of
+ * addresses, get "0xADDR name" lines back. `go tool pprof` asks it for the
+ * addresses its local symbolization could not resolve (libraries without
+ * debug information); names come from dladdr (dynamic symbols), addresses
+ * without one are left out, as Go's own service does.
+ */
+static void symbolize(const char *body, size_t n, http_buf *out)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t e = i;
+		while (e < n && body[e] != '+')
+			e++;
+		char tok[24];
+		size_t k = e - i;
+		if (k > 2 && k < sizeof tok && body[i] == '0' && (body[i + 1] | 0x20) == 'x') {
+			memcpy(tok, body + i, k);
+			tok[k] = '\0';
+			char *end;
+			unsigned long long a = strtoull(tok + 2, &end, 16);
+			Dl_info info;
+			if (*end == '\0' && a &&
+			    dladdr((void *)(uintptr_t)a, &info) && info.dli_sname)
+				hb_printf(out, "%#llx %s\n", a, info.dli_sname);
+		}
+		i = e + 1;
+	}
+}
+
+static void serve_symbol(conn *c, const httpreq *r)
+{
+	bool head = r->method == HTTPREQ_HEAD;
+	if (r->method != HTTPREQ_POST) {
+		static const char one[] = "num_symbols: 1\n";
+		respond(c, 200, "text/plain; charset=utf-8", NULL, one, sizeof one - 1, head);
+		return;
+	}
+	http_buf body;
+	hb_init(&body, c->out.a);
+	symbolize(c->in + r->head_len, c->want - r->head_len, &body);
+	if (hb_failed(&body))
+		respond_text(c, 500, NULL, "out of memory\n", false);
+	else
+		respond(c, 200, "text/plain; charset=utf-8", NULL, body.p, body.n, false);
+	hb_free(&body);
+}
+
 static void serve(http_server *s, conn *c, const httpreq *r)
 {
 	bool head = r->method == HTTPREQ_HEAD;
@@ -288,8 +343,13 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 			     head);
 		return;
 	}
+	if (rt == R_SYMBOL && (r->method == HTTPREQ_POST || r->method == HTTPREQ_GET || head)) {
+		serve_symbol(c, r);
+		return;
+	}
 	if (r->method != HTTPREQ_GET && !head) {
-		respond_text(c, 405, "Allow: GET, HEAD\r\n",
+		respond_text(c, 405,
+			     rt == R_SYMBOL ? "Allow: GET, HEAD, POST\r\n" : "Allow: GET, HEAD\r\n",
 			     "method not allowed: only GET and HEAD\n", false);
 		return;
 	}
@@ -371,6 +431,37 @@ static void conn_write(http_server *s, conn *c)
 		c->deadline_ns = d;
 }
 
+/*
+ * How much body follows the head, from Content-Length: sets c->want and
+ * grows the input buffer. Only POST to the symbol service reads its body;
+ * other requests are answered and their bodies drained. 0, or the HTTP
+ * status to answer (400, 411, 413).
+ */
+static int body_length(http_server *s, conn *c, const httpreq *r)
+{
+	c->want = r->head_len;
+	if (r->method != HTTPREQ_POST || route_of(r->path) != R_SYMBOL)
+		return 0;
+	if (httpreq_header_value(r, "transfer-encoding"))
+		return 411;
+	const httpreq_str *cl = httpreq_header_value(r, "content-length");
+	uint64_t n = 0;
+	if (cl && ap_parse_u64(cl->p, cl->n, &n) != 0)
+		return 400;
+	if (n > HTTP_MAX_BODY)
+		return 413;
+	size_t total = r->head_len + (size_t)n;
+	if (total > c->in_cap) {
+		char *in = arena_realloc(s->src.a, c->in, total);
+		if (!in)
+			return 413;
+		c->in = in;
+		c->in_cap = total;
+	}
+	c->want = total;
+	return 0;
+}
+
 static void conn_read(http_server *s, conn *c)
 {
 	if (c->state == C_DRAIN) {
@@ -380,7 +471,7 @@ static void conn_read(http_server *s, conn *c)
 			conn_close(s, c);
 		return;
 	}
-	ssize_t r = recv(c->fd, c->in + c->in_len, HTTP_MAX_HEAD - c->in_len, MSG_DONTWAIT);
+	ssize_t r = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -389,11 +480,25 @@ static void conn_read(http_server *s, conn *c)
 	}
 	c->in_len += (size_t)r;
 	httpreq req;
+	if (c->want && c->in_len < c->want)
+		return;
 	int rc = httpreq_parse(c->in, c->in_len, HTTP_MAX_HEAD, &req);
 	if (rc == HTTPREQ_INCOMPLETE)
 		return;
+	int body_status = 0;
+	if (rc == 0 && !c->want) {
+		body_status = body_length(s, c, &req);
+		if (body_status == 0 && c->in_len < c->want)
+			return; /* the body is still coming */
+	}
 	uint64_t t0 = mono_ns();
-	if (rc == 0)
+	if (body_status == 411)
+		respond_text(c, 411, NULL, "a request body needs Content-Length\n", false);
+	else if (body_status == 413)
+		respond_text(c, 413, NULL, "request body too large (limit 64 KiB)\n", false);
+	else if (body_status != 0)
+		respond_text(c, 400, NULL, "bad Content-Length\n", false);
+	else if (rc == 0)
 		serve(s, c, &req);
 	else if (rc == AP_ERANGE)
 		respond_text(c, 431, NULL, "request head too large (limit 8 KiB, 32 fields)\n",
@@ -431,6 +536,8 @@ static void accept_all(http_server *s)
 		c->fd = fd;
 		c->in = in;
 		c->in_len = 0;
+		c->in_cap = HTTP_MAX_HEAD;
+		c->want = 0;
 		c->state = C_READ;
 		c->deadline_ns = mono_ns() + (uint64_t)HTTP_REQUEST_TIMEOUT_MS * 1000000ULL;
 		hb_init(&c->out, s->src.a);

@@ -8,6 +8,9 @@
  *   /debug/pprof/allocs    the same, default alloc_space,
  *   /metrics               Prometheus text 0.0.4, or protobuf (native
  *                          size histogram) when the scraper asks for it,
+ *   /debug/pprof/symbol    Go's symbol service (dladdr names), which
+ *                          `go tool pprof` asks for what it cannot
+ *                          symbolize from local files,
  * the URLs continuous profilers (Parca, Pyroscope, Grafana agents),
  * `go tool pprof http://...` and Prometheus fetch.
  *
@@ -35,6 +38,8 @@
 
 #define HTTP_MAX_CONNS 16
 #define HTTP_MAX_HEAD 8192
+/* Largest body read (POST /debug/pprof/symbol); others are not read. */
+#define HTTP_MAX_BODY 65536
 #define HTTP_REQUEST_TIMEOUT_MS 5000
 /* How long http_server_stop waits for the thread before giving up on it. */
 #define HTTP_STOP_TIMEOUT_MS 2000

@@ -411,3 +411,44 @@ AP_TEST(listen_option_forms)
 				     AP_EINVAL && strstr(err, "PORT"),
 			     "accepted '%s'", bad[i]);
 }
+
+AP_TEST(symbol_service_names_dynamic_symbols_and_bounds_bodies)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	AP_CHECK_EQ_INT(get(f.port, "/debug/pprof/symbol", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK(strcmp(R.body, "num_symbols: 1\n") == 0);
+	/* A libc function's address (resolved through the GOT) has a
+	 * dynamic symbol; 0x10 and garbage tokens get no line. */
+	char body[128], req[512];
+	unsigned long long fn = (unsigned long long)(uintptr_t)&fwrite;
+	int bn = snprintf(body, sizeof body, "0x10+%#llx+zz+0x", fn);
+	int k = snprintf(req, sizeof req,
+			 "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\n"
+			 "Content-Length: %d\r\n\r\n%s", bn, body);
+	AP_CHECK_EQ_INT(ask(f.port, req, (size_t)k, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	char want[40];
+	snprintf(want, sizeof want, "%#llx ", fn);
+	AP_CHECK_MSG(strncmp(R.body, want, strlen(want)) == 0 && strchr(R.body, '\n') ==
+			     R.body + R.body_len - 1,
+		     "body '%s'", R.body);
+	k = snprintf(req, sizeof req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\n"
+				      "Content-Length: 99999999\r\n\r\n");
+	AP_CHECK_EQ_INT(ask(f.port, req, (size_t)k, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 413);
+	k = snprintf(req, sizeof req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\n"
+				      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+	AP_CHECK_EQ_INT(ask(f.port, req, (size_t)k, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 411);
+	k = snprintf(req, sizeof req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\n"
+				      "Content-Length: 1x\r\n\r\n");
+	AP_CHECK_EQ_INT(ask(f.port, req, (size_t)k, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 400);
+	k = snprintf(req, sizeof req, "PUT /debug/pprof/symbol HTTP/1.0\r\n\r\n");
+	AP_CHECK_EQ_INT(ask(f.port, req, (size_t)k, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 405);
+	AP_CHECK(strstr(R.head, "Allow: GET, HEAD, POST"));
+	http_server_stop(f.s);
+}

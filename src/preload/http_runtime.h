@@ -1,0 +1,30 @@
+/*
+ * http_runtime.h: the HTTP endpoint (http.h) wired to the running runtime:
+ * started from the runtime's constructor when ALLOCPROF_OPTIONS has http=,
+ * stopped in its destructor, dropped in fork children.
+ *
+ * Kept apart from http.c so that unit tests of the server link without the
+ * runtime's global state (and its constructor).
+ */
+#ifndef AP_PRELOAD_HTTP_RUNTIME_H
+#define AP_PRELOAD_HTTP_RUNTIME_H
+
+#include <stdbool.h>
+
+#include "http.h"
+
+/*
+ * Start serving on l (nothing when l is disabled). Prints
+ * "allocprof: serving on ADDR:PORT" on stderr when the port was 0 or
+ * verbose is set, and writes "ADDR:PORT\n" to portfile (atomically, mode
+ * 0600) when portfile is non-empty. Failures print one line; the program
+ * runs on without the endpoint. Call with the thread's guard set.
+ */
+void http_runtime_start(const http_listen *l, const char *portfile, bool verbose);
+/* Stop the server (bounded wait); a no-op when none runs. */
+void http_runtime_stop(void);
+/* pthread_atfork child handler: the child does not serve the parent's
+ * socket; the inherited descriptors are closed. */
+void http_runtime_atfork_child(void);
+
+#endif
