@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Runtime suite: what liballocprof_preload.so costs a malloc-heavy program
+# (bench/malloc_workload_bench.c). See bench/run for the contract:
+#   bash runtime.sh BUILD_DIR OUT_DIR QUICK(0|1)
+# writes OUT_DIR/runtime.json and prints the "## Runtime overhead" section.
+#
+# - Time ratios: the same workload plain and under the runtime at the default
+#   rate, as paired runs whose order alternates (plain first on odd pairs,
+#   profiled first on even ones) so drift on this shared machine hits both
+#   sides; the ratio is the median of the per-pair ratios. Two clocks: the
+#   workload loop (steady state, measured inside the program) and the whole
+#   process (start-up, unwinder warm-up and the final dump included).
+# - Instructions per non-sampled malloc+free pair: callgrind totals of the
+#   pairs kernel with N1 and N2 pairs, plain and under the runtime with a rate
+#   so large nothing is sampled: ((P(N2) - P(N1)) - (B(N2) - B(N1))) / (N2 - N1),
+#   so start-up costs cancel exactly.
+# - Cost per sample: rate=1 makes every malloc a sample; the deep kernel
+#   recurses DEPTH frames before each malloc(64)+free. (loop time under the
+#   runtime - plain loop time) / samples, medians of paired runs.
+# - Extra peak RSS: getrusage maxrss of the mixed workload, median profiled
+#   minus median plain.
+set -euo pipefail
+build=$1 out=$2 quick=${3:-0}
+bin=$build/bench/malloc_workload_bench
+lib=$build/liballocprof_preload.so
+[ -x "$bin" ] || { echo "runtime.sh: $bin not built" >&2; exit 1; }
+[ -r "$lib" ] || { echo "runtime.sh: $lib not built" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2; exit 1; }
+jem=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" && /x86-64/ { print $NF; exit }')
+
+if [ "$quick" = 1 ]; then
+  runs=7 mixed_ops=10000000 deep_ops=20000 pairs_n1=100000 pairs_n2=300000
+else
+  runs=11 mixed_ops=40000000 deep_ops=100000 pairs_n1=200000 pairs_n2=1200000
+fi
+huge_rate=1125899906842624 # 2^50 bytes: nothing is sampled
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_runtime.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+popts="output=$tmp/p.%p.pb.gz"
+
+# median: of the numbers on stdin, one per line.
+median() {
+  sort -g | awk '{ a[NR] = $1 } END {
+    if (NR == 0) { print "nan"; exit }
+    if (NR % 2) print a[(NR + 1) / 2]; else printf "%.9g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# field KEY: value of KEY=... in the program's output line ($tmp/line).
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
+
+# one_run TAG ENV... -- ARGS...: run the bench program once with the
+# environment assignments ENV; append "wall loop rss" to $tmp/TAG.
+one_run() {
+  local tag=$1
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  local t0 t1
+  t0=$(date +%s%N)
+  env -u LD_PRELOAD -u MALLOC_CONF -u ALLOCPROF_OPTIONS "${envs[@]}" "$bin" "$@" \
+    >"$tmp/line" 2>"$tmp/err" || { echo "runtime.sh: run failed: ${envs[*]} $*" >&2; cat "$tmp/err" >&2; exit 1; }
+  t1=$(date +%s%N)
+  [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr from ${envs[*]} $*:" >&2; cat "$tmp/err" >&2; exit 1; }
+  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb)" >>"$tmp/$tag"
+  rm -f "$tmp"/p.*.pb.gz
+}
+
+# paired NAME "BASE ENV" "PROF ENV" ARGS...: $runs interleaved pairs.
+# Leaves per-pair results in $tmp/NAME.base and $tmp/NAME.prof.
+paired() {
+  local name=$1 base=$2 prof=$3
+  shift 3
+  rm -f "$tmp/$name.base" "$tmp/$name.prof"
+  # shellcheck disable=SC2086 # the ENV strings are word lists on purpose
+  for i in $(seq "$runs"); do
+    if [ $((i % 2)) = 1 ]; then
+      one_run "$name.base" $base -- "$@"
+      one_run "$name.prof" $prof -- "$@"
+    else
+      one_run "$name.prof" $prof -- "$@"
+      one_run "$name.base" $base -- "$@"
+    fi
+  done
+}
+
+# col FILE N: column N of FILE, one value per line.
+col() { awk -v n="$2" '{ print $n }' "$1"; }
+# ratio NAME N: median over pairs of prof/base for column N.
+ratio() {
+  paste -d' ' <(col "$tmp/$1.prof" "$2") <(col "$tmp/$1.base" "$2") |
+    awk '{ printf "%.6f\n", $1 / $2 }' | median
+}
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+# ---- time ratios at the default rate ---------------------------------------
+paired glibc1 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1
+paired glibc2 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 2
+configs="glibc1 glibc2"
+if [ -n "$jem" ]; then
+  paired jem1 "LD_PRELOAD=$jem" "LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1
+  paired jeprof1 "LD_PRELOAD=$jem" "LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
+    mixed "$mixed_ops" 1
+  configs="$configs jem1 jeprof1"
+fi
+
+# ---- instructions per non-sampled malloc+free ----------------------------
+ir() { # ir N ENV...: callgrind total instructions of `pairs N`
+  local n=$1
+  shift
+  env -u LD_PRELOAD -u ALLOCPROF_OPTIONS "$@" valgrind --tool=callgrind \
+    --callgrind-out-file=/dev/null --log-file="$tmp/vg.log" "$bin" pairs "$n" \
+    >/dev/null 2>"$tmp/err" || { echo "runtime.sh: callgrind run failed" >&2; cat "$tmp/vg.log" "$tmp/err" >&2; exit 1; }
+  [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr under callgrind:" >&2; cat "$tmp/err" >&2; exit 1; }
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/vg.log" | head -1
+}
+cg_env="LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=$huge_rate,$popts"
+b1=$(ir "$pairs_n1" X=1)
+b2=$(ir "$pairs_n2" X=1)
+# shellcheck disable=SC2086
+p1=$(ir "$pairs_n1" $cg_env)
+# shellcheck disable=SC2086
+p2=$(ir "$pairs_n2" $cg_env)
+rm -f "$tmp"/p.*.pb.gz
+ir_base=$(calc %.2f "($b2 - $b1) / ($pairs_n2 - $pairs_n1)")
+ir_prof=$(calc %.2f "($p2 - $p1) / ($pairs_n2 - $pairs_n1)")
+ir_extra=$(calc %.2f "$ir_prof - $ir_base")
+
+# ---- cost per sample ----------------------------------------------------------
+for depth in 0 32; do
+  paired "deep$depth" "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,$popts" deep "$deep_ops" "$depth"
+done
+per_sample() { # per_sample NAME: median over pairs of (prof - base) loop ns per op
+  paste -d' ' <(col "$tmp/$1.prof" 2) <(col "$tmp/$1.base" 2) |
+    awk -v n="$deep_ops" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
+}
+ns0=$(per_sample deep0)
+ns32=$(per_sample deep32)
+
+# ---- summary --------------------------------------------------------------------
+declare -A loop wall rss_b rss_p
+for c in $configs; do
+  loop[$c]=$(ratio "$c" 2)
+  wall[$c]=$(ratio "$c" 1)
+  rss_b[$c]=$(col "$tmp/$c.base" 3 | median)
+  rss_p[$c]=$(col "$tmp/$c.prof" 3 | median)
+done
+base_ms() { col "$tmp/$1.base" 2 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
+
+mkdir -p "$out"
+{
+  printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
+  sep=""
+  for c in $configs; do
+    printf '%s"%s":{"loop_ratio":%s,"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s}' \
+      "$sep" "$c" "${loop[$c]}" "${wall[$c]}" "$(base_ms "$c")" "${rss_b[$c]}" "${rss_p[$c]}"
+    sep=","
+  done
+  printf '},\n "callgrind":{"n1":%s,"n2":%s,"base_ir_per_pair":%s,"prof_ir_per_pair":%s,"extra_ir_per_pair":%s},\n' \
+    "$pairs_n1" "$pairs_n2" "$ir_base" "$ir_prof" "$ir_extra"
+  printf ' "per_sample_ns":{"depth0":%s,"depth32":%s,"ops":%s}}\n' "$ns0" "$ns32" "$deep_ops"
+} >"$out/runtime.json"
+
+row() { # row CONFIG LABEL TARGET
+  local c=$1
+  local extra_kb=$(( ${rss_p[$c]} - ${rss_b[$c]} ))
+  printf '| %s | %s ms | %sx | %sx | %s | %s KiB |\n' "$2" "$(base_ms "$c")" \
+    "$(calc %.3f "${loop[$c]}")" "$(calc %.3f "${wall[$c]}")" "$3" "$extra_kb"
+}
+cat <<EOF
+## Runtime overhead
+
+\`liballocprof_preload.so\` under \`bench/malloc_workload_bench.c\` (mixed: a ring of 4096 live
+blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
+8-512 KiB (0.1%); $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
+$runs interleaved pairs of profiled / plain; "loop" is the timed workload inside the
+program, "process" the whole run including start-up and the final profile dump.
+
+| workload | plain loop | loop ratio | process ratio | target | extra peak RSS |
+|---|---|---|---|---|---|
+$(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict "${loop[glibc1]}" 1.05)")
+$(row glibc2 "glibc, 2 threads" "<= 1.05x: $(verdict "${loop[glibc2]}" 1.05)")
+EOF
+if [ -n "$jem" ]; then
+  cat <<EOF
+$(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.10x: $(verdict "${loop[jem1]}" 1.10)")
+$(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
+EOF
+else
+  echo
+  echo "jemalloc (libjemalloc2) is not installed: its rows were not measured."
+fi
+cat <<EOF
+
+| fast path (callgrind, pairs kernel, nothing sampled: rate 2^50) | Ir per malloc+free pair |
+|---|---|
+| glibc alone | $ir_base |
+| under allocprof | $ir_prof |
+| **added by allocprof** (target <= 12: $(verdict "$ir_extra" 12)) | **$ir_extra** |
+
+Measured as the difference of runs with $pairs_n1 and $pairs_n2 pairs, so start-up cancels.
+
+| cost per sample (rate=1: every malloc(64) sampled, freed at once) | ns per sampled malloc+free |
+|---|---|
+| stack depth ~3 (kernel called from main) | $ns0 |
+| 32 extra frames of recursion before each malloc | $ns32 |
+
+Per-sample cost is (profiled loop time - plain loop time) / $deep_ops samples, median of
+$runs paired runs; it includes the unwind, the stack table lookup, the live-table insert and
+the matching removal on free.
+EOF
