@@ -11,8 +11,8 @@
  * stay ignored). Its exit status is the child's (128+N for a
  * death by signal N; 127 when the command is not found, 126 when it cannot
  * be executed). At the end a short summary of the profiles the run wrote is
- * printed on stderr: `allocprof report --top 10` when that command is in
- * this build, else a summary decoded here with ap_pprof_decode.
+ * printed on stderr: the profile names and `allocprof report --top 10` of
+ * them (its code is called in-process, its stdout sent to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -35,7 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocprof/profile.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -313,14 +312,16 @@ static int set_preload(const char *lib)
 
 /*
  * Start argv[0] with the runtime preloaded and wait for it. Returns the exit
- * status to pass on; *started tells whether the program ran at all.
+ * status to pass on; *started tells whether the program ran at all, *signo
+ * the signal that killed it (0 if none).
  */
 static int run_child(char **argv, const char *lib, const char *options,
-		     bool *started)
+		     bool *started, int *signo)
 {
 	int pipefd[2];
 	sigset_t block, oldmask;
 	*started = false;
+	*signo = 0;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		ap_cli_error("pipe: %s", strerror(errno));
 		return 126;
@@ -399,8 +400,10 @@ static int run_child(char **argv, const char *lib, const char *options,
 		ap_cli_error("waitpid: %s", strerror(errno));
 		return 126;
 	}
-	if (WIFSIGNALED(st))
+	if (WIFSIGNALED(st)) {
+		*signo = WTERMSIG(st);
 		return 128 + WTERMSIG(st);
+	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
 }
 
@@ -434,155 +437,6 @@ static void report_summary(char **paths, size_t n)
 	free(args);
 }
 
-/*
- * Without the report command: decode each profile and list the top sites,
- * a site being the first frame outside the runtime's own object, named by
- * function when the profile is symbolized, else as "object+0xOFFSET".
- */
-struct site_row {
-	char *key;
-	int64_t v[4]; /* alloc_space, alloc_objects, inuse_space, inuse_objects */
-};
-
-static const char *const summary_types[4] = {
-	AP_ST_ALLOC_SPACE, AP_ST_ALLOC_OBJECTS, AP_ST_INUSE_SPACE,
-	AP_ST_INUSE_OBJECTS};
-
-static char *frame_name(const ap_profile *p, const ap_location *loc)
-{
-	char buf[PATH_MAX + 64];
-	const ap_mapping *m = ap_profile_mapping(p, loc->mapping_id);
-	if (loc->nlines) {
-		const ap_function *f =
-			ap_profile_function(p, loc->lines[loc->nlines - 1].function_id);
-		if (f && f->name)
-			return strdup(ap_profile_string(p, f->name));
-	}
-	if (m) {
-		const char *file = ap_profile_string(p, m->filename);
-		const char *base = strrchr(file, '/');
-		snprintf(buf, sizeof buf, "%s+%#llx", base ? base + 1 : file,
-			 (unsigned long long)(loc->address - m->memory_start +
-					      m->file_offset));
-	} else {
-		snprintf(buf, sizeof buf, "%#llx",
-			 (unsigned long long)loc->address);
-	}
-	return strdup(buf);
-}
-
-/* Whether a frame belongs to the runtime (skipped at the leaf end). */
-static bool runtime_frame(const ap_profile *p, const ap_location *loc)
-{
-	const ap_mapping *m = ap_profile_mapping(p, loc->mapping_id);
-	return m && strstr(ap_profile_string(p, m->filename), PRELOAD_NAME);
-}
-
-static char *site_key(const ap_profile *p, const ap_sample *s)
-{
-	for (size_t i = 0; i < s->nlocations; i++) {
-		const ap_location *loc = ap_profile_location(p, s->location_ids[i]);
-		if (loc && !runtime_frame(p, loc))
-			return frame_name(p, loc);
-	}
-	return strdup("(no frames)");
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-	return strcmp(((const struct site_row *)a)->key,
-		      ((const struct site_row *)b)->key);
-}
-
-static int cmp_alloc_space(const void *a, const void *b)
-{
-	int64_t x = ((const struct site_row *)a)->v[0];
-	int64_t y = ((const struct site_row *)b)->v[0];
-	return x < y ? 1 : x > y ? -1 : cmp_key(a, b);
-}
-
-/* Append the rows of one profile; -1 when it cannot be read. */
-static int collect_rows(const char *path, struct site_row **rows, size_t *n,
-			size_t *cap)
-{
-	unsigned char *buf;
-	size_t len;
-	char err[256];
-	ap_profile *p = NULL;
-	if (ap_read_file(path, &buf, &len)) {
-		ap_cli_error("%s: %s", path, strerror(errno));
-		return -1;
-	}
-	int rc = ap_pprof_decode(buf, len, NULL, &p, err, sizeof err);
-	free(buf);
-	if (rc) {
-		ap_cli_error("%s: not a readable profile: %s", path, err);
-		return -1;
-	}
-	int idx[4];
-	for (int t = 0; t < 4; t++)
-		idx[t] = ap_profile_find_sample_type(p, summary_types[t]);
-	for (size_t i = 0; i < p->nsamples; i++) {
-		if (*n == *cap) {
-			size_t c = *cap ? *cap * 2 : 256;
-			struct site_row *r = realloc(*rows, c * sizeof *r);
-			if (!r)
-				break;
-			*rows = r;
-			*cap = c;
-		}
-		struct site_row *row = &(*rows)[*n];
-		row->key = site_key(p, &p->samples[i]);
-		if (!row->key)
-			break;
-		for (int t = 0; t < 4; t++)
-			row->v[t] = idx[t] >= 0 ? p->samples[i].values[idx[t]] : 0;
-		(*n)++;
-	}
-	ap_profile_destroy(p);
-	return 0;
-}
-
-static void decoded_summary(char **paths, size_t npaths, size_t top)
-{
-	struct site_row *rows = NULL;
-	size_t n = 0, cap = 0;
-	int64_t total[4] = {0, 0, 0, 0};
-	for (size_t i = 0; i < npaths; i++)
-		collect_rows(paths[i], &rows, &n, &cap);
-	qsort(rows, n, sizeof *rows, cmp_key);
-	size_t m = 0; /* merge rows with equal keys */
-	for (size_t i = 0; i < n; i++) {
-		for (int t = 0; t < 4; t++)
-			total[t] += rows[i].v[t];
-		if (m && !strcmp(rows[m - 1].key, rows[i].key)) {
-			for (int t = 0; t < 4; t++)
-				rows[m - 1].v[t] += rows[i].v[t];
-			free(rows[i].key);
-		} else {
-			rows[m++] = rows[i];
-		}
-	}
-	qsort(rows, m, sizeof *rows, cmp_alloc_space);
-	fprintf(stderr,
-		"allocprof: total allocated %lld bytes in %lld objects; "
-		"in use at exit %lld bytes in %lld objects\n",
-		(long long)total[0], (long long)total[1], (long long)total[2],
-		(long long)total[3]);
-	if (m)
-		fprintf(stderr, "%14s %10s %14s %10s  %s\n", "alloc_bytes",
-			"alloc_objs", "inuse_bytes", "inuse_objs", "site");
-	for (size_t i = 0; i < m; i++) {
-		if (i < top)
-			fprintf(stderr, "%14lld %10lld %14lld %10lld  %s\n",
-				(long long)rows[i].v[0], (long long)rows[i].v[1],
-				(long long)rows[i].v[2], (long long)rows[i].v[3],
-				rows[i].key);
-		free(rows[i].key);
-	}
-	free(rows);
-}
-
 static void print_summary(char **paths, size_t n, bool pprof)
 {
 	fprintf(stderr, "allocprof: %zu profile%s written:", n,
@@ -595,7 +449,8 @@ static void print_summary(char **paths, size_t n, bool pprof)
 	if (ap_cmd_report)
 		report_summary(paths, n);
 	else
-		decoded_summary(paths, n, 10);
+		ap_cli_error("this build has no report command: read them with "
+			     "go tool pprof or jeprof");
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -756,12 +611,17 @@ int ap_cmd_run(int argc, char **argv)
 	if (seen_scan(globpat, &before))
 		memset(&before, 0, sizeof before);
 	bool started;
-	int status = run_child(argv + cmd, lib, opts.s, &started);
+	int signo;
+	int status = run_child(argv + cmd, lib, opts.s, &started, &signo);
 	if (started && !o.quiet) {
 		if (seen_scan(globpat, &after) == 0) {
 			seen_subtract(&after, &before);
 			if (after.n)
 				print_summary(after.paths, after.n, pprof);
+			else if (signo)
+				ap_cli_error("no profile was written: the program "
+					     "died of signal %d (%s) before its "
+					     "exit dump", signo, strsignal(signo));
 			else
 				ap_cli_error("no profile was written (pattern %s)",
 					     pattern);

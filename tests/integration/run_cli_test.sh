@@ -40,7 +40,8 @@ expect_status 126 "$CLI" run -- "$TMP/not_exec"
 expect_status 0 "$CLI" run -o "$TMP/s0.%p.pb.gz" -- "$P/exit_status" exit 0
 expect_status 3 "$CLI" run -o "$TMP/s3.%p.pb.gz" -- "$P/exit_status" exit 3
 expect_status 134 "$CLI" run -q -o "$TMP/sa.%p.pb.gz" -- "$P/exit_status" signal 6
-expect_status 137 "$CLI" run -q -o "$TMP/sk.%p.pb.gz" -- "$P/exit_status" signal 9
+expect_status 137 "$CLI" run -o "$TMP/sk.%p.pb.gz" -- "$P/exit_status" signal 9
+grep -q 'died of signal 9' "$TMP/err" || fail "no word on the missing profile: $(cat "$TMP/err")"
 check_readable "$TMP"/s3.*.pb.gz
 
 # --- SIGTERM and SIGINT sent to allocprof reach the program ------------------
@@ -104,6 +105,10 @@ expect_status 0 "$CLI" run -r 1 -o "sub/out.%p.pb.gz" -- "$P/exit_status" exit 0
 grep -q "1 profile written: $TMP/sub/out\." "$TMP/err" ||
 	fail "summary does not list the profile: $(head -3 "$TMP/err")"
 [ "$(wc -l <"$TMP/err")" -ge 3 ] || fail "summary has no sites: $(cat "$TMP/err")"
+
+# %t and %n patterns are found too.
+expect_status 0 "$CLI" run -o "$TMP/tn.%t.%n.pb.gz" -- "$P/exit_status" exit 0
+grep -q "1 profile written: $TMP/tn\." "$TMP/err" || fail "%t/%n profile not found: $(head -3 "$TMP/err")"
 
 # heap_v2 output is jemalloc's text format.
 expect_status 0 "$CLI" run --format heap_v2 -o "$TMP/h.%p.heap" -- "$P/exit_status" exit 0
