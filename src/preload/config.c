@@ -132,6 +132,19 @@ const char *rt_output_pattern(const rt_options *o)
 					     : "allocprof.%p.%n.pb.gz";
 }
 
+int rt_anchor_pattern(const char *pattern, const char *cwd, char *out, size_t cap)
+{
+	if (!pattern || !out || cap == 0)
+		return AP_EINVAL;
+	int n;
+	if (pattern[0] == '/' || !cwd || !cwd[0])
+		n = snprintf(out, cap, "%s", pattern);
+	else
+		n = snprintf(out, cap, "%s%s%s", cwd,
+			     cwd[strlen(cwd) - 1] == '/' ? "" : "/", pattern);
+	return n < 0 || (size_t)n >= cap ? AP_ERANGE : 0;
+}
+
 /* Append (s, n) to out at *len; false when it does not fit (NUL included). */
 static bool put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 {

@@ -52,6 +52,14 @@ int rt_options_parse(rt_options *o, const char *text, ap_option_error_fn on_erro
 const char *rt_output_pattern(const rt_options *o);
 
 /*
+ * Anchor a relative pattern at directory cwd ("a.pb.gz" -> "/dir/a.pb.gz"),
+ * so dumps land where the program started even if it changes directory
+ * later. Absolute patterns, or a NULL/empty cwd, are copied unchanged.
+ * 0, or AP_ERANGE when the result does not fit in cap bytes.
+ */
+int rt_anchor_pattern(const char *pattern, const char *cwd, char *out, size_t cap);
+
+/*
  * Expand a file name pattern: %p = pid, %t = time (seconds since the
  * epoch), %n = sequence number, %% = '%'; other '%x' stay as written. When
  * need_pid is set and the pattern has no %p (a fork child that keeps

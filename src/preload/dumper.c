@@ -207,13 +207,13 @@ int dumper_dump_now(const char *path)
 	char name[RT_PATH_CAP];
 	pthread_mutex_lock(&rt.dump_lock);
 	if (!path) {
-		int rc = rt_expand_pattern(rt_output_pattern(&rt.opt), rt.pid,
+		int rc = rt_expand_pattern(rt.pattern, rt.pid,
 					   (uint64_t)time(NULL), rt.dump_seq,
 					   rt.forked_child, name, sizeof name);
 		if (rc != 0) {
 			pthread_mutex_unlock(&rt.dump_lock);
 			rt_log("output pattern '%s' expands to a name that is too long",
-			       rt_output_pattern(&rt.opt));
+			       rt.pattern);
 			return rc;
 		}
 		rt.dump_seq++;

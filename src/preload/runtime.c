@@ -367,6 +367,14 @@ static bool do_init(void)
 	uintptr_t lo, hi;
 	if (unwind_object_range((const void *)&do_init, &lo, &hi) == 0)
 		unwind_set_self(lo, hi);
+	char cwd[RT_PATH_CAP];
+	if (rt_anchor_pattern(rt_output_pattern(&rt.opt),
+			      getcwd(cwd, sizeof cwd) ? cwd : NULL, rt.pattern,
+			      sizeof rt.pattern) != 0) {
+		rt_log("output pattern too long with the current directory: "
+		       "writing relative to the directory at dump time");
+		snprintf(rt.pattern, sizeof rt.pattern, "%s", rt_output_pattern(&rt.opt));
+	}
 	rt.seed_base = rt.opt.seed;
 	rt.pid = (long)getpid();
 	rt.start_realtime_ns = realtime_ns();
@@ -377,8 +385,7 @@ static bool do_init(void)
 		       "output=%s",
 		       rt.pid, (unsigned long long)rt.opt.rate,
 		       unwinder_names[rt.opt.unwinder],
-		       (unsigned long long)rt.opt.max_depth,
-		       rt_output_pattern(&rt.opt));
+		       (unsigned long long)rt.opt.max_depth, rt.pattern);
 	return true;
 }
 

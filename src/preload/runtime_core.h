@@ -60,6 +60,7 @@ typedef struct runtime {
 	bool forked_child;      /* a fork child that follows: pid in names */
 	pthread_mutex_t dump_lock; /* one dump at a time; also held at fork */
 	uint64_t dump_seq;      /* %n of the next file */
+	char pattern[RT_PATH_CAP]; /* output pattern, anchored at the start cwd */
 } runtime;
 
 extern runtime rt;

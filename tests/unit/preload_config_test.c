@@ -126,3 +126,18 @@ AP_TEST(patterns_that_do_not_fit_are_refused)
 	AP_CHECK_EQ_INT(rt_expand_pattern("abc", 1, 0, 0, false, out, 0), AP_EINVAL);
 	AP_CHECK_EQ_INT(rt_expand_pattern(NULL, 1, 0, 0, false, out, sizeof out), AP_EINVAL);
 }
+
+AP_TEST(relative_patterns_are_anchored_at_the_start_directory)
+{
+	char out[32];
+	AP_CHECK_EQ_INT(rt_anchor_pattern("a.%p.pb.gz", "/srv", out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "/srv/a.%p.pb.gz") == 0);
+	AP_CHECK_EQ_INT(rt_anchor_pattern("a", "/", out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "/a") == 0);
+	AP_CHECK_EQ_INT(rt_anchor_pattern("/abs/x", "/srv", out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "/abs/x") == 0);
+	AP_CHECK_EQ_INT(rt_anchor_pattern("rel", NULL, out, sizeof out), 0);
+	AP_CHECK(strcmp(out, "rel") == 0);
+	AP_CHECK_EQ_INT(rt_anchor_pattern("x", "/a-directory-name-far-too-long-for-it",
+					  out, sizeof out), AP_ERANGE);
+}
