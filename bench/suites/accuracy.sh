@@ -85,7 +85,7 @@ done
 workload_cmd xthread
 config_cmd heaptrack "$tmp/o"
 run_measured "$tmp/log" "$tmp/res" "${WL_ENV[@]}" -- "${CF_WRAP[@]}" "${WL_CMD[@]}"
-heaptrack_print -f "$tmp"/o/ht*.zst -H "$tmp/hist.txt" -p 0 -a 0 -T 0 >/dev/null 2>"$tmp/hlog" ||
+heaptrack_print -f "$(find "$tmp/o" -name 'ht*' | head -1)" -H "$tmp/hist.txt" -p 0 -a 0 -T 0 >/dev/null 2>"$tmp/hlog" ||
   { echo "accuracy.sh: heaptrack_print failed" >&2; cat "$tmp/hlog" >&2; exit 1; }
 awk '{ n += $2; b += $1 * $2 } END { printf "heaptrack %d %d\n", n, b }' "$tmp/hist.txt" >"$data/cross.txt"
 rm -f "$tmp"/o/*
