@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# http_endpoints_test.sh: the runtime's HTTP endpoint (ALLOCPROF_OPTIONS
+# http=) in a profiled long-running program, fetched with curl, checked
+# with promtool and read with `go tool pprof http://...`; the program's
+# output and exit status stay those of a plain run. (AP_TEST_PRELOAD: needs
+# the runtime; skipped in sanitizer builds.)
+#
+# Other http_*_test.sh scripts source this file for its helpers:
+#   . "$(dirname "$0")/http_endpoints_test.sh"
+# Sourcing defines the helpers (and those of preload_smoke_test.sh), and
+# installs a trap that stops (by pid) every program started here and
+# removes $HTMP.
+
+set -euo pipefail
+
+# The runtime's test helpers: fail, skip, bounded, go_pprof, $TMP, $LIB.
+. "$(dirname "${BASH_SOURCE[0]}")/preload_smoke_test.sh"
+HLIB=$LIB
+HPROG=$AP_PROGDIR/http_workload
+HTMP=$TMP
+HPIDS=()
+
+# Programs run under timeout(1); TERM to timeout is passed on to them.
+hcleanup() {
+	local p
+	for p in "${HPIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$HTMP"
+}
+trap hcleanup EXIT
+
+[ -r "$HLIB" ] || fail "runtime not built: $HLIB"
+[ -x "$HPROG" ] || fail "test program not built: $HPROG"
+command -v curl >/dev/null || skip "curl is not installed"
+# The endpoint must be in this runtime (its option table lists http=).
+env LD_PRELOAD="$HLIB" ALLOCPROF_OPTIONS=help=1,dump_at_exit=0 true >"$HTMP/help" 2>&1
+grep -q '^allocprof:   http ' "$HTMP/help" || skip "the runtime has no http= option yet"
+
+# start_prog NAME [EXTRA_OPTIONS [PROG_ARGS...]]: run http_workload under the
+# runtime with http=0 (a free loopback port) and wait for its port file.
+# Sets ADDR (127.0.0.1:PORT) and PID; stdout/stderr in $HTMP/NAME.out/.err;
+# the stop file is $HTMP/NAME.stop.
+start_prog() {
+	local name=$1 extra=${2:-}
+	shift 2 || shift $#
+	local opts="http=0,http_portfile=$HTMP/$name.port,output=$HTMP/$name.%p.pb.gz"
+	[ -z "$extra" ] || opts="$opts,$extra"
+	# env sets LD_PRELOAD for the program only, not for timeout itself.
+	timeout --kill-after=5 60 env LD_PRELOAD="$HLIB" ALLOCPROF_OPTIONS="$opts" \
+		"$HPROG" "$HTMP/$name.stop" 50 "$@" \
+		>"$HTMP/$name.out" 2>"$HTMP/$name.err" </dev/null &
+	PID=$!
+	HPIDS+=("$PID")
+	local i
+	for i in $(seq 100); do
+		[ -s "$HTMP/$name.port" ] && break
+		kill -0 "$PID" 2>/dev/null || fail "$name: exited early: $(cat "$HTMP/$name.err")"
+		sleep 0.1
+	done
+	[ -s "$HTMP/$name.port" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
+	ADDR=$(cat "$HTMP/$name.port")
+	[[ $ADDR =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "$name: port file says '$ADDR'"
+	grep -qx "allocprof: serving on $ADDR" "$HTMP/$name.err" ||
+		fail "$name: no 'serving on $ADDR' line on stderr: $(cat "$HTMP/$name.err")"
+}
+
+# stop_prog NAME PID: stop the program, require exit 0 and the stdout of a
+# plain (unprofiled) run.
+stop_prog() {
+	local name=$1 pid=$2 st=0
+	touch "$HTMP/$name.stop"
+	wait "$pid" || st=$?
+	local keep=() p
+	for p in "${HPIDS[@]}"; do
+		[ "$p" = "$pid" ] || keep+=("$p")
+	done
+	HPIDS=("${keep[@]+"${keep[@]}"}")
+	[ $st = 0 ] || fail "$name: exit status $st: $(tail -3 "$HTMP/$name.err")"
+	if [ ! -e "$HTMP/plain.out" ]; then
+		touch "$HTMP/plain.stop"
+		timeout 60 "$HPROG" "$HTMP/plain.stop" 50 >"$HTMP/plain.out" ||
+			fail "plain run failed"
+	fi
+	cmp -s "$HTMP/plain.out" "$HTMP/$name.out" ||
+		fail "$name: output differs from a plain run: $(diff "$HTMP/plain.out" "$HTMP/$name.out" | head -5)"
+}
+
+# fetch URL_PATH OUT [CURL_ARGS...]: GET with a time bound; prints the status.
+fetch() {
+	local path=$1 out=$2
+	shift 2
+	curl -sS --max-time 10 -o "$out" -w '%{http_code}' "$@" "http://$ADDR$path"
+}
+
+# metric NAME_AND_LABELS FILE: the value of one sample of the text format.
+metric() {
+	awk -v k="$1" '$1 == k { print $2; exit }' "$2"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	start_prog ep rate=65536,seed=7
+	pid=$PID
+
+	# /metrics: text 0.0.4 that promtool accepts, with sensible values.
+	code=$(fetch /metrics "$HTMP/m.txt" -D "$HTMP/m.hdr")
+	[ "$code" = 200 ] || fail "/metrics: status $code"
+	grep -qi '^content-type: text/plain; version=0.0.4' "$HTMP/m.hdr" ||
+		fail "/metrics: content type: $(cat "$HTMP/m.hdr")"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <"$HTMP/m.txt" >"$HTMP/promtool.out" 2>&1 ||
+			fail "promtool check metrics: $(head -5 "$HTMP/promtool.out")"
+	else
+		echo "note: promtool not installed, lint skipped" >&2
+	fi
+	# 64 x 64 KiB stay alive: 4 MiB. At R = 64 KiB (rate= below) each
+	# buffer is sampled with probability pi = 1 - exp(-1) ~ 0.632, the
+	# number sampled X ~ Binomial(64, pi) (mean 40.5, sd 3.86) and the
+	# estimate is X * 64 KiB / pi. 0.6 x the truth needs X <= 24, 4.1 sd
+	# below the mean (p ~ 2e-5); above, only the churn's few live nodes
+	# (< 0.3 MiB) can add. The seed is fixed, so the run is repeatable.
+	inuse=$(metric allocprof_inuse_bytes "$HTMP/m.txt")
+	awk -v v="$inuse" 'BEGIN { exit !(v >= 0.6 * 4194304 && v <= 1.6 * 4194304) }' ||
+		fail "allocprof_inuse_bytes = $inuse, expected about 4 MiB"
+	lo=$(metric 'allocprof_inuse_bytes_lower{level="0.95"}' "$HTMP/m.txt")
+	hi=$(metric 'allocprof_inuse_bytes_upper{level="0.95"}' "$HTMP/m.txt")
+	awk -v l="$lo" -v v="$inuse" -v h="$hi" 'BEGIN { exit !(l <= v && v <= h && l < h) }' ||
+		fail "inuse interval [$lo, $hi] does not bracket $inuse"
+	alloc=$(metric allocprof_allocated_bytes_total "$HTMP/m.txt")
+	awk -v a="$alloc" -v v="$inuse" 'BEGIN { exit !(a >= v) }' ||
+		fail "allocated $alloc < in use $inuse"
+	grep -q '^allocprof_allocation_size_bytes_bucket{le="+Inf"} ' "$HTMP/m.txt" ||
+		fail "/metrics: no size histogram"
+	grep -q '^allocprof_unwind_seconds_total ' "$HTMP/m.txt" ||
+		fail "/metrics: no unwinding time"
+
+	# The profiles: gzip'd pprof, attachment, go tool pprof names the sites.
+	for p in heap allocs; do
+		code=$(fetch "/debug/pprof/$p" "$HTMP/$p.pb.gz" -D "$HTMP/$p.hdr")
+		[ "$code" = 200 ] || fail "/debug/pprof/$p: status $code"
+		grep -qi '^content-type: application/octet-stream' "$HTMP/$p.hdr" ||
+			fail "/debug/pprof/$p: content type"
+		grep -qi '^content-disposition: attachment' "$HTMP/$p.hdr" ||
+			fail "/debug/pprof/$p: no Content-Disposition"
+		gzip -t "$HTMP/$p.pb.gz" || fail "/debug/pprof/$p: not gzip"
+	done
+	code=$(fetch / "$HTMP/index.html")
+	[ "$code" = 200 ] && grep -q 'debug/pprof/' "$HTMP/index.html" || fail "/: $code"
+	code=$(fetch /debug/pprof/ "$HTMP/pprof.html")
+	[ "$code" = 200 ] && grep -q '/debug/pprof/heap' "$HTMP/pprof.html" ||
+		fail "/debug/pprof/: $code"
+
+	if command -v go >/dev/null; then
+		go_pprof -top "http://$ADDR/debug/pprof/heap" >"$HTMP/top.heap" 2>&1 ||
+			fail "go tool pprof heap: $(head -5 "$HTMP/top.heap")"
+		grep -q 'Type: inuse_space' "$HTMP/top.heap" || fail "heap: not inuse_space"
+		grep -q ' retain_buffers$' "$HTMP/top.heap" ||
+			fail "heap: retain_buffers missing: $(grep -v '^allocprof' "$HTMP/top.heap" | head -20)"
+		go_pprof -top "http://$ADDR/debug/pprof/allocs" >"$HTMP/top.allocs" 2>&1 ||
+			fail "go tool pprof allocs: $(head -5 "$HTMP/top.allocs")"
+		grep -q 'Type: alloc_space' "$HTMP/top.allocs" || fail "allocs: not alloc_space"
+		grep -q ' churn_nodes$' "$HTMP/top.allocs" ||
+			fail "allocs: churn_nodes missing: $(grep -v '^allocprof' "$HTMP/top.allocs" | head -20)"
+	else
+		echo "note: go not installed, go tool pprof not checked" >&2
+	fi
+	stop_prog ep "$pid"
+	echo "http endpoints: ok"
+fi
