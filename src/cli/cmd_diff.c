@@ -203,7 +203,10 @@ static void print_row(const struct diff_row *row, const hv_stat *b,
 	}
 	ap_fg_format_bytes(b ? b->bytes : 0, bb, sizeof bb);
 	ap_fg_format_bytes(n ? n->bytes : 0, nb, sizeof nb);
-	if (b && b->bytes > 0)
+	double ratio = b && b->bytes > 0 && n ? n->bytes / b->bytes : 0;
+	if (ratio >= 10) /* "+65486%" reads worse than "655x" */
+		snprintf(rel, sizeof rel, "%.0fx", ratio);
+	else if (b && b->bytes > 0)
 		snprintf(rel, sizeof rel, "%+.0f%%",
 			 100.0 * row->d.change / b->bytes);
 	else
