@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# HTTP suite: what the runtime's HTTP endpoint (ALLOCPROF_OPTIONS http=)
+# adds to a profiled malloc-heavy program that is scraped every second, the
+# way Prometheus and a continuous profiler would. See bench/run for the
+# contract:
+#   bash http.sh BUILD_DIR OUT_DIR QUICK(0|1)
+# writes OUT_DIR/http.json and prints the "## HTTP endpoint overhead" section.
+#
+# The program is bench/malloc_workload_bench (mixed mode, the runtime
+# suite's workload). Three configurations run as interleaved triples whose
+# order rotates, so drift on this shared machine hits all three alike:
+#   base   plain,
+#   prof   under the runtime at the default rate, no endpoint,
+#   http   the same with http=0 while a scraper fetches /metrics and
+#          /debug/pprof/heap once per second until the program exits.
+# Ratios are medians of the per-triple ratios of the timed loop (the
+# program's own clock). The endpoint's own cost per scrape is read from its
+# allocprof_http_busy_seconds_total / allocprof_http_requests_total.
+set -euo pipefail
+build=$1 out=$2 quick=${3:-0}
+bin=$build/bench/malloc_workload_bench
+lib=$build/liballocprof_preload.so
+[ -x "$bin" ] || { echo "http.sh: $bin not built" >&2; exit 1; }
+[ -r "$lib" ] || { echo "http.sh: $lib not built" >&2; exit 1; }
+command -v curl >/dev/null || { echo "http.sh: curl is required" >&2; exit 1; }
+
+if [ "$quick" = 1 ]; then
+  runs=5 ops=15000000
+else
+  runs=9 ops=40000000
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_http.XXXXXX")
+scraper=
+cleanup() {
+  [ -z "$scraper" ] || kill "$scraper" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+median() {
+  sort -g | awk '{ a[NR] = $1 } END {
+    if (NR == 0) { print "nan"; exit }
+    if (NR % 2) print a[(NR + 1) / 2]; else printf "%.9g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
+
+# scrape ADDR: every second, /metrics and /debug/pprof/heap; the last
+# /metrics is kept in $tmp/last.metrics.
+scrape() {
+  while :; do
+    curl -s --max-time 5 -o "$tmp/m.tmp" "http://$1/metrics" && mv "$tmp/m.tmp" "$tmp/last.metrics"
+    curl -s --max-time 5 -o /dev/null "http://$1/debug/pprof/heap" || true
+    sleep 1
+  done
+}
+
+# one_run CONFIG: append the loop seconds to $tmp/CONFIG.
+one_run() {
+  local cfg=$1 opts="dump_at_exit=0"
+  local envs=(env -u LD_PRELOAD -u ALLOCPROF_OPTIONS)
+  case $cfg in
+    prof) envs+=(LD_PRELOAD="$lib" ALLOCPROF_OPTIONS="$opts") ;;
+    http) rm -f "$tmp/port"
+          envs+=(LD_PRELOAD="$lib" ALLOCPROF_OPTIONS="$opts,http=0,http_portfile=$tmp/port") ;;
+  esac
+  "${envs[@]}" "$bin" mixed "$ops" 1 >"$tmp/line" 2>"$tmp/err" &
+  local pid=$!
+  if [ "$cfg" = http ]; then
+    local i
+    for i in $(seq 100); do
+      [ -s "$tmp/port" ] && break
+      sleep 0.05
+    done
+    [ -s "$tmp/port" ] || { echo "http.sh: no port file" >&2; cat "$tmp/err" >&2; exit 1; }
+    scrape "$(cat "$tmp/port")" &
+    scraper=$!
+  fi
+  wait "$pid" || { echo "http.sh: $cfg run failed" >&2; cat "$tmp/err" >&2; exit 1; }
+  if [ -n "$scraper" ]; then
+    kill "$scraper" 2>/dev/null || true
+    wait "$scraper" 2>/dev/null || true
+    scraper=
+  fi
+  field seconds >>"$tmp/$cfg"
+}
+
+order=(base prof http)
+for i in $(seq "$runs"); do
+  for k in 0 1 2; do
+    one_run "${order[$(( (i + k) % 3 ))]}"
+  done
+done
+
+ratio() { # ratio A B: median over triples of A/B
+  paste -d' ' "$tmp/$1" "$tmp/$2" | awk '{ printf "%.6f\n", $1 / $2 }' | median
+}
+r_http_prof=$(ratio http prof)
+r_http_base=$(ratio http base)
+r_prof_base=$(ratio prof base)
+m_base=$(median <"$tmp/base")
+m_prof=$(median <"$tmp/prof")
+m_http=$(median <"$tmp/http")
+metric() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/last.metrics" 2>/dev/null; }
+reqs=$(metric allocprof_http_requests_total)
+busy=$(metric allocprof_http_busy_seconds_total)
+busy=$(awk -v b="${busy:-0}" 'BEGIN { printf "%.3f", b }')
+per_req_ms=$(awk -v b="${busy:-0}" -v r="${reqs:-0}" 'BEGIN { if (r > 0) printf "%.2f", b * 1000 / r; else print "nan" }')
+
+cat >"$out/http.json" <<EOF
+{"suite":"http","quick":$quick,"runs":$runs,"ops":$ops,
+ "loop_seconds_median":{"base":$m_base,"prof":$m_prof,"http":$m_http},
+ "ratio_http_over_prof":$r_http_prof,"ratio_http_over_base":$r_http_base,
+ "ratio_prof_over_base":$r_prof_base,
+ "last_run":{"requests":${reqs:-0},"busy_seconds":${busy:-0},"ms_per_request":"$per_req_ms"}}
+EOF
+
+cat <<EOF
+## HTTP endpoint overhead
+
+The runtime's HTTP endpoint (\`http=0\`) scraped once per second for
+\`/metrics\` and \`/debug/pprof/heap\` while \`malloc_workload_bench mixed $ops 1\`
+runs (${runs} interleaved triples, rotating order; medians of per-triple
+ratios of the timed loop). The endpoint's thread sleeps in \`poll\` between
+requests, so its cost is the responses it builds.
+
+| configuration | loop seconds (median) | ratio |
+|---|---|---|
+| plain | $m_base | 1 |
+| runtime, default rate | $m_prof | $r_prof_base vs plain |
+| runtime + endpoint, scraped every second | $m_http | $r_http_prof vs runtime, $r_http_base vs plain |
+
+Endpoint work in the last scraped run: ${reqs:-0} requests answered in
+${busy:-0} s of response building (${per_req_ms} ms per request, profile
+and metrics alike).
+EOF
