@@ -98,38 +98,10 @@ static int cmp_change(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* A side of a difference from a statistic (NULL = absent) of a view. */
-static void make_side(const hv_view *v, const hv_stat *st, double level,
-		      vu_side *out)
-{
-	double side_level = vu_side_level(level);
-	memset(out, 0, sizeof *out);
-	if (!st || st->samples == 0) {
-		out->bytes = st ? st->bytes : 0;
-		out->exact = hv_rate(v) <= 1 && !hv_mixed_rates(v);
-		out->lo = 0;
-		out->hi = out->exact ? out->bytes
-				     : out->bytes + vu_empty_upper(hv_rate(v),
-								   side_level);
-		return;
-	}
-	hv_stat s = *st;
-	hv_stat_finish(&s, side_level);
-	out->bytes = s.bytes;
-	out->var_bytes = s.var_bytes;
-	out->samples = s.samples;
-	out->exact = s.method == HV_EXACT;
-	out->lo = s.bytes_lo;
-	out->hi = s.bytes_hi;
-}
-
 static int row_diff(struct diff_run *r, const hv_stat *b, const hv_stat *n,
 		    vu_diff *d)
 {
-	vu_side sb, sn;
-	make_side(r->vb, b, r->level, &sb);
-	make_side(r->vn, n, r->level, &sn);
-	return vu_diff_interval(&sb, &sn, r->level, d);
+	return vc_diff(r->vb, b, r->vn, n, r->level, d);
 }
 
 /* Sorted-merge join of the two site lists by name. */

@@ -381,6 +381,16 @@ static void name_colour(const char *name, char *buf, size_t n)
 	snprintf(buf, n, "rgb(%u,%u,%u)", r, gr, b);
 }
 
+/* A callback's colour goes into an attribute: keep only what a CSS
+ * colour needs, so it cannot break the markup. */
+static void sanitize_colour(char *c)
+{
+	for (; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("#(),. %", *c)))
+			*c = ' ';
+}
+
 /* Children of every node in name order, as CSR arrays. */
 struct fg_layout {
 	uint32_t *start; /* nnodes + 1 offsets into kids */
@@ -618,7 +628,7 @@ static bool node_interval(const ap_fg *g, const ap_fg_options *o,
 			l->lo[i] = l->lo[par];
 			l->hi[i] = l->hi[par];
 		} else {
-			l->iv[i] = o->interval(o->interval_ctx, pl, &l->lo[i],
+			l->iv[i] = o->interval(o->ctx, pl, &l->lo[i],
 					       &l->hi[i]) ? -1 : 1;
 		}
 	}
@@ -646,8 +656,15 @@ static void write_tooltip(const ap_fg *g, const ap_fg_options *o,
 		fprintf(out, "&#10;%g%% interval [%s, %s]", 100.0 * o->level,
 			lo_s, hi_s);
 	}
-	fprintf(out, "&#10;%.0f sample%s</title>", nd->samples,
+	fprintf(out, "&#10;%.0f sample%s", nd->samples,
 		nd->samples == 1 ? "" : "s");
+	char note[512];
+	if (o->note && g->psize &&
+	    !o->note(o->ctx, g->payloads + i * g->psize, note, sizeof note)) {
+		fputs("&#10;", out);
+		ap_fg_xml_escape(out, note, 0);
+	}
+	fputs("</title>", out);
 }
 
 int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
@@ -704,8 +721,12 @@ int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
 		double fw = total > 0 ? nd->bytes / total : (i ? 0 : 1);
 		double px = FG_PAD + fx * avail, pw = fw * avail;
 		double y = (double)h - FG_BOTTOM - (nd->depth + 1.0) * FG_FRAME_H;
-		char fill[32];
-		if (i)
+		char fill[64];
+		if (o.colour && g->psize &&
+		    !o.colour(o.ctx, g->payloads + i * g->psize, fill,
+			      sizeof fill))
+			sanitize_colour(fill);
+		else if (i)
 			name_colour(g->names[nd->name], fill, sizeof fill);
 		else
 			snprintf(fill, sizeof fill, "rgb(190,190,200)");

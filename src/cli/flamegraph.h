@@ -25,6 +25,17 @@
  */
 typedef int (*ap_fg_interval_fn)(void *ctx, const void *payload, double *lo,
 				 double *hi);
+/*
+ * Optional per-frame hooks on the payload, called once per drawn frame with
+ * the options' ctx. colour: write a fill such as "rgb(200,40,40)" into buf
+ * and return 0, or nonzero for the default colour (by name). note: write
+ * plain text for extra tooltip lines into buf ('\n' between lines; the
+ * writer escapes it) and return 0, or nonzero for none.
+ */
+typedef int (*ap_fg_colour_fn)(void *ctx, const void *payload, char *buf,
+			       size_t n);
+typedef int (*ap_fg_note_fn)(void *ctx, const void *payload, char *buf,
+			     size_t n);
 /* Payload accumulation: *into += *from. */
 typedef void (*ap_fg_add_fn)(void *into, const void *from);
 
@@ -34,7 +45,9 @@ typedef struct ap_fg_options {
 	const char *unit_label; /* word after an amount: "allocated", "in use" */
 	double level;           /* confidence level shown in tooltips */
 	ap_fg_interval_fn interval; /* NULL = no intervals in tooltips */
-	void *interval_ctx;
+	ap_fg_colour_fn colour;     /* NULL = colours by name */
+	ap_fg_note_fn note;         /* NULL = no extra tooltip lines */
+	void *ctx;                  /* passed to interval, colour and note */
 	unsigned width;     /* image width in px; 0 = 1200 */
 	double min_width;   /* frames narrower than this many px are omitted;
 			       0 = 0.1 px, negative = draw every frame */

@@ -51,6 +51,41 @@ int vc_open(const char *const *paths, size_t n, const hv_options *o,
 	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
 }
 
+/* ---- differences ------------------------------------------------------ */
+
+void vc_diff_side(const hv_view *v, const hv_stat *st, double level,
+		  vu_side *out)
+{
+	double side_level = vu_side_level(level);
+	memset(out, 0, sizeof *out);
+	if (!st || st->samples == 0) {
+		out->bytes = st ? st->bytes : 0;
+		out->exact = hv_rate(v) <= 1 && !hv_mixed_rates(v);
+		out->lo = 0;
+		out->hi = out->exact ? out->bytes
+				     : out->bytes + vu_empty_upper(hv_rate(v),
+								   side_level);
+		return;
+	}
+	hv_stat s = *st;
+	hv_stat_finish(&s, side_level);
+	out->bytes = s.bytes;
+	out->var_bytes = s.var_bytes;
+	out->samples = s.samples;
+	out->exact = s.method == HV_EXACT;
+	out->lo = s.bytes_lo;
+	out->hi = s.bytes_hi;
+}
+
+int vc_diff(const hv_view *vb, const hv_stat *b, const hv_view *vn,
+	    const hv_stat *n, double level, vu_diff *out)
+{
+	vu_side sb, sn;
+	vc_diff_side(vb, b, level, &sb);
+	vc_diff_side(vn, n, level, &sn);
+	return vu_diff_interval(&sb, &sn, level, out);
+}
+
 /* ---- folded stacks ---------------------------------------------------- */
 
 struct folded_line {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "heapview.h"
+#include "views_util.h"
 
 /* getopt_long codes of the shared options; commands number theirs from
  * VC_OPT_END on. */
@@ -55,6 +56,18 @@ int vc_bad_option(const char *cmd, char **argv);
  */
 int vc_open(const char *const *paths, size_t n, const hv_options *o,
 	    hv_view **out);
+
+/*
+ * One side of a difference (views_util.h) from a statistic of view v (NULL
+ * = the site is absent there): its own interval at level sqrt(level), or,
+ * with no sample, [0, vu_empty_upper] (exact 0 at rate 1).
+ */
+void vc_diff_side(const hv_view *v, const hv_stat *st, double level,
+		  vu_side *out);
+/* NEW - BASE of a site (b in view vb, n in view vn; either may be NULL)
+ * with its interval at level (vu_diff_interval's rule). 0 or AP_EINVAL. */
+int vc_diff(const hv_view *vb, const hv_stat *b, const hv_view *vn,
+	    const hv_stat *n, double level, vu_diff *out);
 
 /*
  * Write v's stacks as folded lines ("root;...;leaf WEIGHT", FlameGraph's

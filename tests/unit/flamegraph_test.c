@@ -282,7 +282,7 @@ AP_TEST(tooltips_carry_bytes_share_interval_and_samples)
 	struct pay p = {3072, 256 * 256};
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 2, 3072, 2, &p), 0);
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, 1024, 1, &p), 0);
-	ap_fg_options o = {.interval = pay_interval, .interval_ctx = &calls,
+	ap_fg_options o = {.interval = pay_interval, .ctx = &calls,
 			   .level = 0.95, .unit_label = "allocated"};
 	char *svg = render(g, &o);
 	AP_CHECK(svg);
@@ -348,4 +348,49 @@ AP_TEST(bytes_are_formatted_for_people)
 	AP_CHECK(!strcmp(b, "n/a"));
 	ap_fg_format_bytes(1e30, b, sizeof b);
 	AP_CHECK_MSG(strstr(b, "EiB"), "%s", b);
+}
+
+static int red_if_big(void *ctx, const void *payload, char *buf, size_t n)
+{
+	const struct pay *p = payload;
+	if (p->bytes < 1000)
+		return 1; /* default colour */
+	/* A hostile colour must not escape its attribute. */
+	snprintf(buf, n, "rgb(255,0,0)\"><script>");
+	return 0;
+}
+
+static int note_bytes(void *ctx, const void *payload, char *buf, size_t n)
+{
+	const struct pay *p = payload;
+	snprintf(buf, n, "payload %.0f <&>\nsecond line", p->bytes);
+	return 0;
+}
+
+AP_TEST(colour_and_note_hooks_decide_fill_and_extra_lines)
+{
+	ap_fg *g = ap_fg_create(sizeof(struct pay), pay_add);
+	AP_CHECK(g);
+	const char *big[] = {"main", "big"}, *small[] = {"main", "small"};
+	struct pay pb = {5000, 0}, ps = {10, 0};
+	AP_CHECK_EQ_INT(ap_fg_add(g, big, 2, 5000, 1, &pb), 0);
+	AP_CHECK_EQ_INT(ap_fg_add(g, small, 2, 10, 1, &ps), 0);
+	ap_fg_options o = {.colour = red_if_big, .note = note_bytes,
+			   .min_width = -1};
+	char *svg = render(g, &o);
+	AP_CHECK(svg);
+	/* big: the hook's colour, defanged; small: the colour by name. */
+	const char *b = strstr(svg, "data-n=\"big\"");
+	AP_CHECK(b);
+	AP_CHECK_MSG(strstr(b, "fill=\"rgb(255,0,0)   script \""), "%s", b);
+	AP_CHECK(!strstr(svg, "<script>"));
+	char want[32];
+	name_colour("small", want, sizeof want);
+	const char *s = strstr(svg, "data-n=\"small\"");
+	AP_CHECK(s && strstr(s, want));
+	/* The note is escaped and its newline becomes a tooltip line. */
+	AP_CHECK(strstr(svg, "1 sample&#10;payload 5000 &lt;&amp;&gt;&#10;"
+			     "second line</title>"));
+	free(svg);
+	ap_fg_destroy(g);
 }
