@@ -36,7 +36,7 @@
 runtime rt;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 sampled_set rt_set = { .tab = &set_empty_table,
-		       .grow_lock = PTHREAD_RWLOCK_INITIALIZER };
+		       .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- bootstrap pool --------------------------------------------------- */
 
@@ -308,8 +308,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	/* Re-initialise rather than unlock: the child's thread id differs from
-	 * the parent's, and glibc's rwlock unlock checks the writer's id. */
+	/* Re-initialise rather than unlock: the locks were taken by the
+	 * parent's thread, whose id the child does not have. */
 	arena_reset_lock(&rt.a);
 	set_reset_lock(&rt_set);
 	pthread_mutex_init(&rt.table.lock, NULL);

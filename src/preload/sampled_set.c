@@ -2,12 +2,10 @@
  * sampled_set.c: lock-free open-addressing set of live sampled pointers
  * (design notes in sampled_set.h).
  *
- * Slot claims: an inserter first reserves room in the table (a fetch_add on
- * `used` below the 50% load limit, so the table can never fill up whatever
- * the number of concurrent inserters), then claims the first empty or
- * tombstone slot on p's linear probe sequence with CAS. A remover swaps p
- * for a tombstone with CAS; a failed CAS means somebody else removed p first
- * (a double free in the program), which is reported as "not present".
+ * Writers hold the set's mutex; readers (set_contains) hold nothing. Keys
+ * are stored with release semantics after the record is written, so a
+ * reader that finds p also sees p's record (the owner's later remove reads
+ * it); keys are loaded with acquire by writers.
  *
  * Linear probing with at most 50% claimed slots keeps the expected probe
  * length of a miss, the free() fast path, near 2.5 slots (Knuth's
@@ -40,7 +38,7 @@ void set_init(sampled_set *s)
 {
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->tab, &set_empty_table);
-	pthread_rwlock_init(&s->grow_lock, NULL);
+	pthread_mutex_init(&s->lock, NULL);
 }
 
 static size_t table_bytes(size_t cap)
@@ -87,7 +85,7 @@ static set_table *table_get(sampled_set *s, size_t cap)
 	t->shift = 64 - log2_exact(cap); /* cap >= MIN_CAP: shift < 64 */
 	t->map_len = len;
 	t->retired_ns = 0;
-	atomic_store_explicit(&t->used, 0, memory_order_relaxed);
+	t->used = 0;
 	atomic_store_explicit(&t->live, 0, memory_order_relaxed);
 	t->recs = (sample_rec *)(void *)((unsigned char *)t + sizeof(set_table) +
 					 cap * sizeof(uintptr_t));
@@ -101,9 +99,10 @@ static void table_retire(sampled_set *s, set_table *t)
 	uint64_t now = set_now_ns();
 	t->retired_ns = now;
 	if (s->nretired == SET_MAX_RETIRED) {
-		/* Evict the oldest. Past its grace period it can go; otherwise
-		 * keep the address range reserved forever (readers may still be
-		 * in it) and only give its pages back. */
+		/* Make room: the oldest goes if its grace period is over; if not,
+		 * it is forgotten but stays mapped and intact (a small leak, and
+		 * only after many copies within one grace period) because a
+		 * reader may still be probing it. */
 		size_t oldest = 0;
 		for (size_t i = 1; i < s->nretired; i++)
 			if (s->retired[i]->retired_ns < s->retired[oldest]->retired_ns)
@@ -111,8 +110,6 @@ static void table_retire(sampled_set *s, set_table *t)
 		set_table *o = s->retired[oldest];
 		if (now - o->retired_ns >= SET_GRACE_NS)
 			munmap(o, o->map_len);
-		else
-			madvise(o, o->map_len, MADV_DONTNEED);
 		s->retired[oldest] = s->retired[--s->nretired];
 	}
 	s->retired[s->nretired++] = t;
@@ -145,7 +142,7 @@ static int rehash(sampled_set *s, size_t want_live)
 			n++;
 		}
 	}
-	atomic_store_explicit(&t->used, n, memory_order_relaxed);
+	t->used = n;
 	atomic_store_explicit(&t->live, n, memory_order_relaxed);
 	atomic_store_explicit(&s->tab, t, memory_order_release);
 	atomic_fetch_add_explicit(&s->grows, 1, memory_order_relaxed);
@@ -153,56 +150,48 @@ static int rehash(sampled_set *s, size_t want_live)
 	return 0;
 }
 
-static int grow(sampled_set *s, const set_table *seen)
-{
-	pthread_rwlock_wrlock(&s->grow_lock);
-	int rc = 0;
-	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
-	/* Another thread may have grown it while we waited. */
-	if (t == seen)
-		rc = rehash(s, atomic_load_explicit(&t->live, memory_order_relaxed));
-	pthread_rwlock_unlock(&s->grow_lock);
-	return rc;
-}
-
 int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 {
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return AP_EINVAL;
-	for (;;) {
-		pthread_rwlock_rdlock(&s->grow_lock);
-		set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
-		size_t limit = (t->mask + 1) / 2;
-		if (t == &set_empty_table ||
-		    atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed) >= limit) {
-			if (t != &set_empty_table)
-				atomic_fetch_sub_explicit(&t->used, 1, memory_order_relaxed);
-			pthread_rwlock_unlock(&s->grow_lock);
-			int rc = grow(s, t);
-			if (rc != 0)
-				return rc;
-			continue;
+	pthread_mutex_lock(&s->lock);
+	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	if (t == &set_empty_table || t->used + 1 > (t->mask + 1) / 2) {
+		int rc = rehash(s, atomic_load_explicit(&t->live, memory_order_relaxed) + 1);
+		if (rc != 0) {
+			pthread_mutex_unlock(&s->lock);
+			return rc;
 		}
-		size_t i = set_slot(t, key);
-		for (;;) {
-			uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
-			/* acq_rel: taking over a tombstone must happen after the
-			 * remover's last read of that slot's record. */
-			if ((k == KEY_EMPTY || k == KEY_TOMB) &&
-			    atomic_compare_exchange_strong_explicit(
-				    &t->keys[i], &k, key, memory_order_acq_rel,
-				    memory_order_relaxed)) {
-				if (k == KEY_TOMB) /* that slot was counted already */
-					atomic_fetch_sub_explicit(&t->used, 1, memory_order_relaxed);
-				t->recs[i] = *rec;
-				atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
-				pthread_rwlock_unlock(&s->grow_lock);
-				return 0;
-			}
-			i = (i + 1) & t->mask;
-		}
+		t = atomic_load_explicit(&s->tab, memory_order_relaxed);
 	}
+	size_t i = set_slot(t, key);
+	uintptr_t k;
+	while ((k = atomic_load_explicit(&t->keys[i], memory_order_relaxed)) != KEY_EMPTY &&
+	       k != KEY_TOMB)
+		i = (i + 1) & t->mask;
+	t->recs[i] = *rec;
+	atomic_store_explicit(&t->keys[i], key, memory_order_release);
+	if (k == KEY_EMPTY)
+		t->used++;
+	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Index of key in t, or SIZE_MAX. Writers only. */
+static size_t find(const set_table *t, uintptr_t key)
+{
+	size_t i = set_slot(t, key);
+	for (size_t n = 0; n <= t->mask; n++) {
+		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+		if (k == KEY_EMPTY)
+			return SIZE_MAX;
+		if (k == key)
+			return i;
+		i = (i + 1) & t->mask;
+	}
+	return SIZE_MAX;
 }
 
 bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
@@ -210,35 +199,36 @@ bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return false;
-	pthread_rwlock_rdlock(&s->grow_lock);
-	set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
-	size_t i = set_slot(t, key);
-	bool found = false;
-	for (size_t n = 0; n <= t->mask; n++) {
-		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_acquire);
-		if (k == KEY_EMPTY)
-			break;
-		if (k == key) {
-			sample_rec r = t->recs[i];
-			if (atomic_compare_exchange_strong_explicit(
-				    &t->keys[i], &k, KEY_TOMB, memory_order_release,
-				    memory_order_relaxed)) {
-				if (rec_out)
-					*rec_out = r;
-				atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
-				found = true;
-			}
-			break;
-		}
-		i = (i + 1) & t->mask;
+	pthread_mutex_lock(&s->lock);
+	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	size_t i = find(t, key);
+	if (i == SIZE_MAX) {
+		pthread_mutex_unlock(&s->lock);
+		return false;
 	}
-	size_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
-	size_t live = atomic_load_explicit(&t->live, memory_order_relaxed);
-	pthread_rwlock_unlock(&s->grow_lock);
-	/* Mostly tombstones: clean up so misses (the free fast path) stay short. */
-	if (found && used >= (t->mask + 1) / 2 && live * 4 < used)
-		grow(s, t);
-	return found;
+	if (rec_out)
+		*rec_out = t->recs[i];
+	size_t next = (i + 1) & t->mask;
+	if (atomic_load_explicit(&t->keys[next], memory_order_relaxed) != KEY_EMPTY) {
+		/* Inside a cluster: later keys' probe chains may run through i. */
+		atomic_store_explicit(&t->keys[i], KEY_TOMB, memory_order_release);
+	} else {
+		/* The cluster ends here: no chain passes through i, nor through
+		 * the tombstones right before it. Empty them all. */
+		size_t j = i;
+		do {
+			atomic_store_explicit(&t->keys[j], KEY_EMPTY, memory_order_release);
+			t->used--;
+			j = (j - 1) & t->mask;
+		} while (j != i && atomic_load_explicit(&t->keys[j], memory_order_relaxed) == KEY_TOMB);
+	}
+	size_t live = atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed) - 1;
+	/* Still mostly tombstones (a churning cluster): copy them away so
+	 * misses, the free fast path, stay short. Rare by construction. */
+	if (t->used >= (t->mask + 1) / 4 && live * 2 < t->used - live)
+		rehash(s, live);
+	pthread_mutex_unlock(&s->lock);
+	return true;
 }
 
 bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
@@ -246,23 +236,22 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return false;
-	bool found = false;
-	pthread_rwlock_rdlock(&s->grow_lock);
-	set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
-	size_t i = set_slot(t, key);
-	for (size_t n = 0; n <= t->mask; n++) {
-		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_acquire);
-		if (k == KEY_EMPTY)
-			break;
-		if (k == key) {
-			*rec_out = t->recs[i];
-			found = true;
-			break;
-		}
-		i = (i + 1) & t->mask;
-	}
-	pthread_rwlock_unlock(&s->grow_lock);
-	return found;
+	pthread_mutex_lock(&s->lock);
+	const set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	size_t i = find(t, key);
+	if (i != SIZE_MAX)
+		*rec_out = t->recs[i];
+	pthread_mutex_unlock(&s->lock);
+	return i != SIZE_MAX;
+}
+
+size_t set_tombstones(sampled_set *s)
+{
+	pthread_mutex_lock(&s->lock);
+	const set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	size_t n = t->used - atomic_load_explicit(&t->live, memory_order_relaxed);
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 size_t set_size(const sampled_set *s)
@@ -279,15 +268,15 @@ size_t set_capacity(const sampled_set *s)
 
 void set_lock_all(sampled_set *s)
 {
-	pthread_rwlock_wrlock(&s->grow_lock);
+	pthread_mutex_lock(&s->lock);
 }
 
 void set_unlock_all(sampled_set *s)
 {
-	pthread_rwlock_unlock(&s->grow_lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void set_reset_lock(sampled_set *s)
 {
-	pthread_rwlock_init(&s->grow_lock, NULL);
+	pthread_mutex_init(&s->lock, NULL);
 }

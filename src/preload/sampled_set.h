@@ -7,17 +7,24 @@
  * PoissonAllocationSampler keeps. Lookups take no lock and touch one table
  * pointer plus, almost always, one cache line of keys.
  *
- * Writers (a sampled allocation's insert, its free's remove) claim and
- * release slots with compare-and-swap; removed slots become tombstones so
- * probe chains stay intact for concurrent readers. Growth and tombstone
- * clean-up copy the live keys into a fresh table and publish it with one
- * atomic store; writers hold a shared lock while they touch a table and the
- * copier an exclusive one, so no insert is lost in a copy. Readers never
- * wait: a reader still probing a retired table sees every key that was live
- * when it loaded the table pointer, which is all it needs, because only the
- * owner of pointer p looks p up (see set_contains). Retired tables are
- * recycled only after a grace period (SET_GRACE_NS) and never unmapped, so
- * a stale reader can never fault.
+ * Writers (a sampled allocation's insert, its free's remove) are serialised
+ * by one mutex: they are already on the sampled slow path, which serialises
+ * on the stack table anyway, and a single writer at a time is what makes
+ * tombstone-free deletion safe. A removed slot becomes empty, not a
+ * tombstone, whenever the next slot is empty (no probe chain can pass
+ * through it then), and tombstones just before it are emptied with it; only
+ * removals inside a cluster leave tombstones, and those vanish as the
+ * cluster drains. So a program with constant churn does not fill the table
+ * with tombstones, and the copy that clears them is rare. Every key store is
+ * atomic, so lock-free readers always see either the old or the new value.
+ *
+ * Growth (and the rare tombstone clean-up) copies the live keys into a fresh
+ * table and publishes it with one release store. Readers never wait: a
+ * reader still probing a retired table sees every key that was live when it
+ * loaded the table pointer, which is all it needs, because only the owner of
+ * pointer p looks p up (see set_contains). Retired tables are recycled only
+ * after a grace period (SET_GRACE_NS); one that cannot be kept is leaked
+ * rather than unmapped, so a stale reader can never fault or read garbage.
  *
  * The record of each sampled pointer (its stack bucket, HT weight, u,
  * usable size, allocation time) lives in a parallel array, read and written
@@ -36,7 +43,7 @@
 
 /* Recycling delay for retired tables: far above any free() fast path. */
 #define SET_GRACE_NS 2000000000ULL
-#define SET_MAX_RETIRED 8
+#define SET_MAX_RETIRED 32
 
 struct site;
 
@@ -52,8 +59,8 @@ typedef struct sample_rec {
 typedef struct set_table {
 	size_t mask;             /* capacity - 1, capacity a power of two */
 	unsigned shift;          /* 64 - log2(capacity) */
-	atomic_size_t used;      /* live + tombstones (claimed slots) */
-	atomic_size_t live;
+	size_t used;             /* live + tombstones (writers only) */
+	atomic_size_t live;      /* read without the lock for statistics */
 	size_t map_len;          /* bytes mapped for this table */
 	uint64_t retired_ns;     /* when it was replaced, 0 = current */
 	sample_rec *recs;        /* parallel to keys */
@@ -62,7 +69,7 @@ typedef struct set_table {
 
 typedef struct sampled_set {
 	_Atomic(set_table *) tab;
-	pthread_rwlock_t grow_lock; /* shared: insert/remove; exclusive: copy */
+	pthread_mutex_t lock;       /* serialises writers and copies */
 	set_table *retired[SET_MAX_RETIRED];
 	size_t nretired;
 	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
@@ -122,6 +129,9 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out);
 size_t set_size(const sampled_set *s);
 /* Capacity of the current table. */
 size_t set_capacity(const sampled_set *s);
+
+/* Slots currently holding tombstones (for tests and statistics). */
+size_t set_tombstones(sampled_set *s);
 
 /* Fork handlers: hold / release the writers' lock around fork(). */
 void set_lock_all(sampled_set *s);

@@ -1,7 +1,7 @@
 /*
  * preload_set_test.c: the runtime's lock-free set of sampled pointers
  * (src/preload/sampled_set.h) alone and under 4 threads inserting, removing
- * and looking up at once while the table grows and cleans its tombstones.
+ * and looking up at once while the table grows; tombstones must not pile up.
  * AP_TEST_THREADED: CI runs this file under ThreadSanitizer.
  */
 #include <pthread.h>
@@ -102,6 +102,8 @@ AP_TEST(churn_cleans_tombstones_instead_of_growing_forever)
 	}
 	AP_CHECK_EQ_U64(set_size(&s), 100);
 	AP_CHECK(set_capacity(&s) <= 1024);
+	/* Removing at a cluster's end leaves no tombstone behind. */
+	AP_CHECK(set_tombstones(&s) <= 100);
 	for (uint64_t i = 1; i <= 100; i++)
 		AP_CHECK(set_contains(&s, fake(3, i)));
 	AP_CHECK(!set_contains(&s, fake(3, 5000)));
@@ -170,4 +172,42 @@ AP_TEST(four_threads_insert_remove_and_look_up_consistently)
 	AP_CHECK_EQ_INT(errors, 0);
 	AP_CHECK_EQ_U64(set_size(&shared), live);
 	AP_CHECK(atomic_load(&shared.grows) >= 2);
+}
+
+AP_TEST(removals_at_a_cluster_end_leave_no_tombstones)
+{
+	sampled_set s;
+	set_init(&s);
+	enum { N = 300 };
+	for (uint64_t i = 1; i <= N; i++) {
+		sample_rec r = rec_for(i);
+		AP_CHECK_EQ_INT(set_insert(&s, fake(4, i), &r), 0);
+	}
+	/* In any order, removing everything must end with no tombstones:
+	 * each cluster drains into empty slots from its end. */
+	for (uint64_t i = 1; i <= N; i += 2)
+		AP_CHECK(set_remove(&s, fake(4, i), NULL));
+	for (uint64_t i = N; i >= 2; i -= 2)
+		AP_CHECK(set_remove(&s, fake(4, i), NULL));
+	AP_CHECK_EQ_U64(set_size(&s), 0);
+	AP_CHECK_EQ_U64(set_tombstones(&s), 0);
+	for (uint64_t i = 1; i <= N; i++)
+		AP_CHECK(!set_contains(&s, fake(4, i)));
+}
+
+AP_TEST(keys_behind_a_tombstone_stay_reachable)
+{
+	sampled_set s;
+	set_init(&s);
+	/* Fill densely enough that clusters form, remove from their middles,
+	 * and check every remaining key is still found by the lock-free path. */
+	enum { N = 31 };
+	for (uint64_t i = 1; i <= N; i++) {
+		sample_rec r = rec_for(i);
+		AP_CHECK_EQ_INT(set_insert(&s, fake(5, i), &r), 0);
+	}
+	for (uint64_t i = 1; i <= N; i += 3)
+		AP_CHECK(set_remove(&s, fake(5, i), NULL));
+	for (uint64_t i = 1; i <= N; i++)
+		AP_CHECK_EQ_INT(set_contains(&s, fake(5, i)), (i - 1) % 3 != 0);
 }
