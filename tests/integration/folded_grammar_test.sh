@@ -95,7 +95,7 @@ for bad in "$tmp/trunc.pb" "$tmp/garbage.pb" "$tmp/zero.pb" \
 done
 
 # Usage errors: exit 1, one line.
-for args in "" "--bogus $tmp/p.pb" "--focus"; do
+for args in "" "--bogus $tmp/p.pb" "--focus" "--focus ( $tmp/p.pb"; do
   set +e
   # shellcheck disable=SC2086
   "$cli" folded $args > /dev/null 2> "$tmp/err"
