@@ -25,6 +25,8 @@
 enum { FG_FRAME_H = 16, FG_FONT = 12, FG_PAD = 10, FG_TOP = 3 * FG_FRAME_H,
        FG_BOTTOM = 2 * FG_FRAME_H };
 #define FG_CHAR_W (0.59 * FG_FONT) /* mean glyph width of the font, px */
+/* Shown where a hovered frame's details go (plain ASCII: also a JS string). */
+#define FG_HINT "Click a frame to zoom, Ctrl-F or / to search, Escape to go back"
 
 struct fg_node {
 	uint32_t name;   /* index into names[] */
@@ -482,6 +484,7 @@ static const char fg_script[] =
 	"var unit = svg.getAttribute('data-unit');\n"
 	"var gs = document.getElementById('frames').getElementsByTagName('g');\n"
 	"var F = [], zoomed = -1, query = null;\n"
+	"var HINT = '" FG_HINT "';\n"
 	"function $(id) { return document.getElementById(id); }\n"
 	"function fmt(b) {\n"
 	"  var u = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'], i = -1;\n"
@@ -561,7 +564,7 @@ static const char fg_script[] =
 	"    g.addEventListener('mouseover', function () {\n"
 	"      $('details').textContent = F[k].name + ' (' + fmt(F[k].b) + ' ' + unit + ', ' + pct(F[k].b) + '%)';\n"
 	"    });\n"
-	"    g.addEventListener('mouseout', function () { $('details').textContent = ' '; });\n"
+	"    g.addEventListener('mouseout', function () { $('details').textContent = HINT; });\n"
 	"  })(i);\n"
 	"}\n"
 	"$('unzoom').addEventListener('click', function () { zoom(0); });\n"
@@ -603,8 +606,8 @@ static void write_header(const ap_fg *g, const ap_fg_options *o, unsigned w,
 		     "style=\"display:none\">Reset zoom</text>\n", FG_PAD);
 	fprintf(out, "<text id=\"search\" class=\"btn\" x=\"%u\" y=\"22\">"
 		     "Search</text>\n", w - FG_PAD - 90);
-	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n",
-		FG_PAD, h - 10);
+	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\">%s</text>\n",
+		FG_PAD, h - 10, FG_HINT);
 	fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"> </text>\n",
 		w - FG_PAD, h - 10);
 }
