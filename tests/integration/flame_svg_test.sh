@@ -57,6 +57,27 @@ wt=$(grep -o 'data-w="[0-9.e-]*" data-b="[0-9.e+]*" data-n="tokenize"' "$tmp/a.s
 awk -v a="$wb" -v b="$wt" 'BEGIN { exit !(a > 0.5 && a < 0.9 && b > 0 && b < a) }' ||
   fail "widths buffer_new=$wb tokenize=$wt"
 
+# Random names over every byte but NUL (fixed seed): the SVG stays
+# well-formed XML whatever the names hold, and folded lines keep the grammar.
+python3 - > "$tmp/rand.desc" <<'EOF'
+import random
+rng = random.Random(7)
+for i in range(60):
+    frames = []
+    for _ in range(rng.randint(1, 6)):
+        name = bytes(rng.randint(1, 255) for _ in range(rng.randint(0, 12)))
+        # ';' separates frames and \n ends lines in the description
+        frames.append("".join("\\x%02x" % b if b in b";\n\\ " or b > 126 or b < 32 else chr(b) for b in name))
+    print(rng.choice([8, 100, 5000]), rng.randint(1, 9), 1, ";".join(frames))
+EOF
+"$mk" 4096 "$tmp/rand.pb" < "$tmp/rand.desc" > /dev/null
+"$cli" flame --alloc --width 3000 "$tmp/rand.pb" > "$tmp/rand.svg" || fail "random names: exit $?"
+xmllint --noout "$tmp/rand.svg" || fail "random names broke the XML"
+"$cli" folded --alloc "$tmp/rand.pb" > "$tmp/rand.folded"
+if LC_ALL=C grep -Evn '^[^ ;][^;]*(;[^;]+)* [0-9]+$' "$tmp/rand.folded"; then
+  fail "random names broke the folded grammar (lines above)"
+fi
+
 # inuse view: tokenize has no live bytes, so no frame; default is inuse.
 "$cli" flame "$tmp/p.pb" > "$tmp/i.svg"
 xmllint --noout "$tmp/i.svg" || fail "inuse SVG is not well-formed"
