@@ -416,6 +416,10 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 			     "(see 'allocprof diff --help')", argc - optind);
 		return AP_EXIT_USAGE;
 	}
+	if (!strcmp(argv[optind], "-") && !strcmp(argv[optind + 1], "-")) {
+		ap_cli_error("BASE and NEW cannot both be standard input");
+		return AP_EXIT_USAGE;
+	}
 	return -1;
 }
 

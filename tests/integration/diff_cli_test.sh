@@ -146,7 +146,8 @@ for pair in "$tmp/trunc.pb $tmp/ns.pb" "$tmp/bs.pb $tmp/garbage.pb" "$tmp/missin
   [ ! -s "$tmp/out" ] || fail "diff $pair: printed output"
 done
 for args in "" "$tmp/bs.pb" "$tmp/bs.pb $tmp/ns.pb $tmp/ns.pb" "--by file $tmp/bs.pb $tmp/ns.pb" \
-            "--level 0 $tmp/bs.pb $tmp/ns.pb" "--top -1 $tmp/bs.pb $tmp/ns.pb" "--what $tmp/bs.pb $tmp/ns.pb"; do
+            "--level 0 $tmp/bs.pb $tmp/ns.pb" "--top -1 $tmp/bs.pb $tmp/ns.pb" "--what $tmp/bs.pb $tmp/ns.pb" \
+            "- -"; do
   set +e
   # shellcheck disable=SC2086
   "$cli" diff $args > /dev/null 2> "$tmp/err"
@@ -155,5 +156,9 @@ for args in "" "$tmp/bs.pb" "$tmp/bs.pb $tmp/ns.pb $tmp/ns.pb" "--by file $tmp/b
   [ "$rc" = 1 ] || fail "diff $args: exit $rc, want 1"
   [ "$(wc -l < "$tmp/err")" = 1 ] || fail "diff $args: $(cat "$tmp/err")"
 done
+# One side may come from standard input.
+"$cli" diff --alloc --json - "$tmp/n1.pb" < "$tmp/b1.pb" |
+  python3 -c 'import json,sys; assert json.load(sys.stdin)["total"]["change"] == 250' ||
+  fail "BASE from standard input"
 "$cli" diff --help | grep -q 'sqrt(L)' || fail "--help does not explain the method"
 echo "diff cli: ok"
