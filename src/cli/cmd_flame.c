@@ -296,6 +296,13 @@ int ap_cmd_flame(int argc, char **argv)
 		ap_cli_error("no profile given (see 'allocprof flame --help')");
 		return AP_EXIT_USAGE;
 	}
+	for (int i = optind; base && !strcmp(base, "-") && i < argc; i++) {
+		if (!strcmp(argv[i], "-")) {
+			ap_cli_error("--base and PROFILE cannot both be "
+				     "standard input");
+			return AP_EXIT_USAGE;
+		}
+	}
 	hv_view *v, *vb = NULL;
 	if ((rc = vc_open((const char *const *)argv + optind,
 			  (size_t)(argc - optind), &o, &v)))
