@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "dump.h"
 #include "runtime_core.h"
@@ -62,10 +63,17 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 	http_listen_format(l, http_server_port(server), where, sizeof where);
 	if (l->port == 0 || verbose)
 		rt_log("serving on %s", where);
+	char path[RT_PATH_CAP];
 	if (portfile && portfile[0]) {
+		if (rt_expand_pattern(portfile, rt.pid, (uint64_t)time(NULL), 0, false,
+				      path, sizeof path) != 0) {
+			rt_log("http_portfile '%s' expands to a name that is too long",
+			       portfile);
+			return;
+		}
 		char line[96];
 		int k = snprintf(line, sizeof line, "%s\n", where);
-		dump_write_atomic(portfile, line, (size_t)k);
+		dump_write_atomic(path, line, (size_t)k);
 	}
 }
 

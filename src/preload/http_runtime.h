@@ -16,8 +16,9 @@
 /*
  * Start serving on l (nothing when l is disabled). Prints
  * "allocprof: serving on ADDR:PORT" on stderr when the port was 0 or
- * verbose is set, and writes "ADDR:PORT\n" to portfile (atomically, mode
- * 0600) when portfile is non-empty. Failures print one line; the program
+ * verbose is set, and writes "ADDR:PORT\n" to portfile (a name pattern as
+ * output=: %p pid, %t time; written atomically, mode 0600) when portfile
+ * is non-empty. Failures print one line; the program
  * runs on without the endpoint. Call with the thread's guard set.
  */
 void http_runtime_start(const http_listen *l, const char *portfile, bool verbose);

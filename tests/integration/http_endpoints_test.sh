@@ -165,6 +165,31 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	else
 		echo "note: go not installed, go tool pprof not checked" >&2
 	fi
+	# A port already taken: one line on stderr, the program unharmed.
+	touch "$HTMP/taken.stop"
+	st=0
+	timeout 60 env LD_PRELOAD="$HLIB" ALLOCPROF_OPTIONS="http=$ADDR,dump_at_exit=0" \
+		"$HPROG" "$HTMP/taken.stop" 50 >"$HTMP/taken.out" 2>"$HTMP/taken.err" || st=$?
+	[ $st = 0 ] || fail "taken port: exit status $st"
+	grep -qx "allocprof: http=$ADDR: cannot listen on $ADDR: Address already in use; the endpoint is off" \
+		"$HTMP/taken.err" || fail "taken port: stderr: $(cat "$HTMP/taken.err")"
+	[ "$(wc -l <"$HTMP/taken.err")" = 1 ] || fail "taken port: more than one line"
 	stop_prog ep "$pid"
+	cmp -s "$HTMP/plain.out" "$HTMP/taken.out" || fail "taken port: output differs"
+
+	# The port file name is a pattern: %p is the pid.
+	timeout 60 env LD_PRELOAD="$HLIB" \
+		ALLOCPROF_OPTIONS="http=0,http_portfile=$HTMP/pp.%p.port,dump_at_exit=0" \
+		"$HPROG" "$HTMP/pp.stop" 50 >"$HTMP/pp.out" 2>"$HTMP/pp.err" &
+	pp=$!
+	HPIDS+=("$pp")
+	for i in $(seq 100); do
+		compgen -G "$HTMP/pp.[0-9]*.port" >/dev/null && break
+		sleep 0.1
+	done
+	f=$(compgen -G "$HTMP/pp.[0-9]*.port") || fail "no port file named by pid"
+	ADDR=$(cat "$f")
+	[ "$(fetch /metrics /dev/null)" = 200 ] || fail "port file $f: $ADDR does not answer"
+	stop_prog pp "$pp"
 	echo "http endpoints: ok"
 fi
