@@ -35,7 +35,7 @@
 
 runtime rt;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
-sampled_set rt_set = { .tab = &set_empty_table,
+sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- bootstrap pool --------------------------------------------------- */

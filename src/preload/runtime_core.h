@@ -63,10 +63,14 @@ typedef struct runtime {
 	char pattern[RT_PATH_CAP]; /* output pattern, anchored at the start cwd */
 } runtime;
 
-extern runtime rt;
-extern real_fns rt_real;
-extern sampled_set rt_set;
-extern __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
+/* Hidden on the declarations too: then the compiler knows they live in this
+ * object and reaches them PC-relative (jmp *rt_real+8(%rip)) instead of
+ * through the GOT, one instruction less on every fast path. */
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+extern RT_HIDDEN runtime rt;
+extern RT_HIDDEN real_fns rt_real;
+extern RT_HIDDEN sampled_set rt_set;
+extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 
 /* Initialise the runtime once (idempotent, thread-safe). */
 void rt_ensure_init(void);

@@ -37,7 +37,7 @@ uint64_t set_now_ns(void)
 void set_init(sampled_set *s)
 {
 	memset(s, 0, sizeof *s);
-	atomic_store(&s->tab, &set_empty_table);
+	atomic_store(&s->keys, set_empty_table.keys);
 	pthread_mutex_init(&s->lock, NULL);
 }
 
@@ -118,7 +118,7 @@ static void table_retire(sampled_set *s, set_table *t)
 /* Copy live entries into a table sized for them; exclusive lock held. */
 static int rehash(sampled_set *s, size_t want_live)
 {
-	set_table *old = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	set_table *old = set_current(s, memory_order_relaxed);
 	size_t live = atomic_load_explicit(&old->live, memory_order_relaxed);
 	if (want_live < live + 1)
 		want_live = live + 1;
@@ -144,7 +144,7 @@ static int rehash(sampled_set *s, size_t want_live)
 	}
 	t->used = n;
 	atomic_store_explicit(&t->live, n, memory_order_relaxed);
-	atomic_store_explicit(&s->tab, t, memory_order_release);
+	atomic_store_explicit(&s->keys, t->keys, memory_order_release);
 	atomic_fetch_add_explicit(&s->grows, 1, memory_order_relaxed);
 	table_retire(s, old);
 	return 0;
@@ -156,14 +156,14 @@ int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 	if (key <= KEY_TOMB)
 		return AP_EINVAL;
 	pthread_mutex_lock(&s->lock);
-	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	set_table *t = set_current(s, memory_order_relaxed);
 	if (t == &set_empty_table || t->used + 1 > (t->mask + 1) / 2) {
 		int rc = rehash(s, atomic_load_explicit(&t->live, memory_order_relaxed) + 1);
 		if (rc != 0) {
 			pthread_mutex_unlock(&s->lock);
 			return rc;
 		}
-		t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+		t = set_current(s, memory_order_relaxed);
 	}
 	size_t i = set_slot(t, key);
 	uintptr_t k;
@@ -200,7 +200,7 @@ bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
 	if (key <= KEY_TOMB)
 		return false;
 	pthread_mutex_lock(&s->lock);
-	set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	set_table *t = set_current(s, memory_order_relaxed);
 	size_t i = find(t, key);
 	if (i == SIZE_MAX) {
 		pthread_mutex_unlock(&s->lock);
@@ -237,7 +237,7 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
 	if (key <= KEY_TOMB)
 		return false;
 	pthread_mutex_lock(&s->lock);
-	const set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t i = find(t, key);
 	if (i != SIZE_MAX)
 		*rec_out = t->recs[i];
@@ -248,7 +248,7 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
 size_t set_tombstones(sampled_set *s)
 {
 	pthread_mutex_lock(&s->lock);
-	const set_table *t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t n = t->used - atomic_load_explicit(&t->live, memory_order_relaxed);
 	pthread_mutex_unlock(&s->lock);
 	return n;
@@ -256,13 +256,13 @@ size_t set_tombstones(sampled_set *s)
 
 size_t set_size(const sampled_set *s)
 {
-	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	const set_table *t = set_current(s, memory_order_acquire);
 	return atomic_load_explicit(&t->live, memory_order_relaxed);
 }
 
 size_t set_capacity(const sampled_set *s)
 {
-	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	const set_table *t = set_current(s, memory_order_acquire);
 	return t->mask + 1;
 }
 

@@ -68,7 +68,10 @@ typedef struct set_table {
 } set_table;
 
 typedef struct sampled_set {
-	_Atomic(set_table *) tab;
+	/* The current table, published as its key array (&table->keys[0]) so
+	 * the free() fast path indexes it with no displacement; set_header
+	 * gets back to the table. */
+	_Atomic uintptr_t *_Atomic keys;
 	pthread_mutex_t lock;       /* serialises writers and copies */
 	set_table *retired[SET_MAX_RETIRED];
 	size_t nretired;
@@ -79,6 +82,17 @@ typedef struct sampled_set {
 extern set_table set_empty_table;
 
 void set_init(sampled_set *s);
+
+static inline set_table *set_header(_Atomic uintptr_t *keys)
+{
+	return (set_table *)(void *)((char *)keys - offsetof(set_table, keys));
+}
+
+/* The current table (writers: relaxed under the lock; readers: acquire). */
+static inline set_table *set_current(const sampled_set *s, memory_order mo)
+{
+	return set_header(atomic_load_explicit(&s->keys, mo));
+}
 
 /*
  * Slot of an address: Fibonacci hashing (Knuth 6.4), the top log2(capacity)
@@ -98,10 +112,11 @@ static inline size_t set_slot(const set_table *t, uintptr_t p)
  */
 static inline bool set_contains(const sampled_set *s, const void *p)
 {
-	const set_table *t = atomic_load_explicit(&s->tab, memory_order_acquire);
+	_Atomic uintptr_t *keys = atomic_load_explicit(&s->keys, memory_order_acquire);
+	const set_table *t = set_header(keys);
 	uintptr_t key = (uintptr_t)p;
 	size_t i = set_slot(t, key);
-	uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+	uintptr_t k = atomic_load_explicit(&keys[i], memory_order_relaxed);
 	/* The common case, a miss on the first probe, falls straight through.
 	 * Empty is tested first so that free(NULL) never matches. */
 	if (AP_LIKELY(k == 0))
@@ -110,7 +125,7 @@ static inline bool set_contains(const sampled_set *s, const void *p)
 		if (k == key)
 			return true;
 		i = (i + 1) & t->mask;
-		k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
+		k = atomic_load_explicit(&keys[i], memory_order_relaxed);
 		if (k == 0)
 			return false;
 	}
