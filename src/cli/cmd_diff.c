@@ -92,7 +92,10 @@ static int cmp_site_name(const void *a, const void *b)
 static int cmp_change(const void *a, const void *b)
 {
 	const struct diff_row *x = a, *y = b;
-	double ax = fabs(x->d.change), ay = fabs(y->d.change);
+	/* NaN (a corrupt statistic) sorts as no change: qsort needs a
+	 * consistent order. */
+	double ax = isnan(x->d.change) ? 0 : fabs(x->d.change);
+	double ay = isnan(y->d.change) ? 0 : fabs(y->d.change);
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
 	return strcmp(x->name, y->name);
