@@ -49,8 +49,9 @@ static void usage(FILE *out)
 		"via LD_PRELOAD) and summarize the profile(s) it wrote on stderr.\n"
 		"\n"
 		"options:\n"
-		"  -r, --rate BYTES      mean sampling interval (1 = record every\n"
-		"                        allocation exactly; default 524288)\n"
+		"  -r, --rate BYTES      mean sampling interval, suffix k/m/g allowed\n"
+		"                        (1 = record every allocation exactly;\n"
+		"                        default 524288)\n"
 		"  -o, --output PATTERN  profile file name; %%p = pid, %%t = time,\n"
 		"                        %%n = sequence number (default\n"
 		"                        allocprof.%%p.pb.gz, or .heap for heap_v2)\n"
@@ -462,6 +463,58 @@ struct run_opts {
 	bool quiet;
 };
 
+/*
+ * A rate: a positive integer of bytes, optionally with one of the runtime's
+ * suffixes k, m, g, t (powers of 1024), which it parses itself.
+ */
+static bool valid_rate(const char *s)
+{
+	char digits[32];
+	size_t n = strlen(s);
+	if (n && strchr("kKmMgGtT", s[n - 1]))
+		n--;
+	uint64_t v;
+	if (n == 0 || n >= sizeof digits)
+		return false;
+	memcpy(digits, s, n);
+	digits[n] = 0;
+	return ap_parse_u64(digits, &v) == 0 && v > 0;
+}
+
+/*
+ * Check and store one of the keys run handles itself (rate, output,
+ * format), whether given as its own flag or with -e. -1 when key is not
+ * one of them, 0 when stored, AP_EXIT_USAGE (after a message) when bad.
+ */
+static int set_known(struct run_opts *o, const char *key, const char *value)
+{
+	if (!strcmp(key, "rate")) {
+		if (!valid_rate(value)) {
+			ap_cli_error("bad rate '%s': expected a positive number "
+				     "of bytes (suffix k, m, g allowed)", value);
+			return AP_EXIT_USAGE;
+		}
+		o->rate = value;
+	} else if (!strcmp(key, "output")) {
+		if (!*value || strchr(value, ',')) {
+			ap_cli_error("bad output pattern '%s': must be non-empty "
+				     "and contain no ','", value);
+			return AP_EXIT_USAGE;
+		}
+		o->output = value;
+	} else if (!strcmp(key, "format")) {
+		if (strcmp(value, "pprof") && strcmp(value, "heap_v2")) {
+			ap_cli_error("bad format '%s': expected pprof or heap_v2",
+				     value);
+			return AP_EXIT_USAGE;
+		}
+		o->format = value;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 {
 	static const struct option longopts[] = {
@@ -472,44 +525,34 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	int c;
-	uint64_t v;
+	int c, rc;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+r:o:e:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (ap_parse_u64(optarg, &v) || v == 0) {
-				ap_cli_error("bad rate '%s': expected a positive "
-					     "number of bytes", optarg);
-				return AP_EXIT_USAGE;
-			}
-			o->rate = optarg;
-			break;
 		case 'o':
-			if (!*optarg || strchr(optarg, ',')) {
-				ap_cli_error("bad output pattern '%s': must be "
-					     "non-empty and contain no ','",
-					     optarg);
-				return AP_EXIT_USAGE;
-			}
-			o->output = optarg;
-			break;
 		case 'F':
-			if (strcmp(optarg, "pprof") && strcmp(optarg, "heap_v2")) {
-				ap_cli_error("bad format '%s': expected pprof or "
-					     "heap_v2", optarg);
-				return AP_EXIT_USAGE;
-			}
-			o->format = optarg;
+			rc = set_known(o, c == 'r' ? "rate" : c == 'o' ? "output" : "format",
+				       optarg);
+			if (rc)
+				return rc;
 			break;
 		case 'e': {
+			char key[64];
 			const char *eq = strchr(optarg, '=');
-			if (!eq || eq == optarg || strchr(optarg, ',')) {
+			if (!eq || eq == optarg || strchr(optarg, ',') ||
+			    (size_t)(eq - optarg) >= sizeof key) {
 				ap_cli_error("bad option '%s': expected KEY=VALUE "
 					     "without ','", optarg);
 				return AP_EXIT_USAGE;
 			}
-			o->extra[o->nextra++] = optarg;
+			memcpy(key, optarg, (size_t)(eq - optarg));
+			key[eq - optarg] = 0;
+			rc = set_known(o, key, eq + 1);
+			if (rc < 0)
+				o->extra[o->nextra++] = optarg;
+			else if (rc)
+				return rc;
 			break;
 		}
 		case 'q':
@@ -557,16 +600,10 @@ static int compose_options(const struct run_opts *o, struct strbuf *b,
 	    sb_option(b, "output", pattern))
 		return -1;
 	for (size_t i = 0; i < o->nextra; i++) {
-		const char *eq = strchr(o->extra[i], '=');
 		if (b->len && sb_append(b, ",", 1))
 			return -1;
 		if (sb_append(b, o->extra[i], strlen(o->extra[i])))
 			return -1;
-		if (!strncmp(o->extra[i], "output=", 7) &&
-		    absolute_pattern(eq + 1, pattern, cap))
-			return -1;
-		if (!strncmp(o->extra[i], "format=", 7))
-			*pprof = strcmp(eq + 1, "heap_v2") != 0;
 	}
 	return 0;
 }

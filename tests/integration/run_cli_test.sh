@@ -25,6 +25,8 @@ expect_status 1 "$CLI" run -r 0 -- true
 expect_status 1 "$CLI" run -r 12x -- true
 expect_status 1 "$CLI" run --format svg -- true
 expect_status 1 "$CLI" run -e novalue -- true
+expect_status 1 "$CLI" run -e rate=lots -- true
+expect_status 1 "$CLI" run -e format=xml -- true
 expect_status 1 "$CLI" run -o 'a,b' -- true
 expect_status 1 "$CLI" run --no-such-flag -- true
 grep -q . "$TMP/err" || fail "usage error without a message"
@@ -97,6 +99,13 @@ if [ -n "$jem" ]; then
 	*) fail "user's LD_PRELOAD not kept after the runtime: '$pre'" ;;
 	esac
 fi
+
+# -e output= and -e rate= are the same as -o and -r; size suffixes pass.
+expect_status 0 "$CLI" run -q -r 64k -e output=rel2.%p.pb.gz -- env
+case "$(sed -n 's/^ALLOCPROF_OPTIONS=//p' "$TMP/out")" in
+"rate=64k,output=$TMP/rel2.%p.pb.gz") ;;
+*) fail "-r 64k / -e output= composed as: $(grep ALLOCPROF_OPTIONS "$TMP/out")" ;;
+esac
 
 # --- profiles: found, summarized, follow the -o pattern ---------------------
 mkdir "$TMP/sub"
