@@ -66,7 +66,7 @@ static const char *const types[14][2] = {
 	{AP_ST_INUSE_SPACE_VAR, "bytes"}, {AP_ST_INUSE_OBJECTS_VAR, "count"},
 	{AP_ST_ALLOC_USABLE, "bytes"}, {AP_ST_INUSE_USABLE, "bytes"}};
 
-static int build_profile(const struct acc *a, ap_profile **out)
+static int build_profile(const struct acc *a, uint64_t rate, ap_profile **out)
 {
 	ap_profile *p;
 	if (ap_profile_create(NULL, &p))
@@ -74,7 +74,7 @@ static int build_profile(const struct acc *a, ap_profile **out)
 	for (int t = 0; t < 14; t++)
 		if (ap_profile_add_sample_type(p, types[t][0], types[t][1]) < 0)
 			goto fail;
-	p->period = RATE;
+	p->period = (int64_t)rate;
 	p->period_type.type = ap_profile_intern(p, "space");
 	p->period_type.unit = ap_profile_intern(p, "bytes");
 	ap_mapping m = {.memory_start = 0x400000, .memory_limit = 0x800000,
@@ -136,12 +136,14 @@ fail:
 	return -1;
 }
 
-/* One run of the program; site `doubled` (or -1) allocates twice as much. */
-static int run_program(uint64_t seed, int doubled, const char *path)
+/* One run of the program at sampling rate `rate`; site `doubled` (or -1)
+ * allocates twice as much. */
+static int run_program(uint64_t seed, uint64_t rate, int doubled,
+		       const char *path)
 {
 	ap_sampler_config c;
 	ap_sampler_config_default(&c);
-	c.rate = RATE;
+	c.rate = rate;
 	c.seed = seed;
 	ap_sampler smp;
 	if (ap_sampler_init(&smp, &c))
@@ -168,7 +170,7 @@ static int run_program(uint64_t seed, int doubled, const char *path)
 		}
 	}
 	ap_profile *p;
-	if (build_profile(a, &p))
+	if (build_profile(a, rate, &p))
 		return -1;
 	unsigned char *buf;
 	size_t len;
@@ -252,8 +254,8 @@ AP_TEST(independent_runs_of_one_program_flag_about_5_percent)
 	int fp_many = 0, fp_few = 0, fp_total = 0, combined_many = 0,
 	    normal_few = 0;
 	for (int r = 0; r < REPS; r++) {
-		AP_CHECK(run_program(1000 + 2 * (uint64_t)r, -1, base) == 0);
-		AP_CHECK(run_program(1001 + 2 * (uint64_t)r, -1, nw) == 0);
+		AP_CHECK(run_program(1000 + 2 * (uint64_t)r, RATE, -1, base) == 0);
+		AP_CHECK(run_program(1001 + 2 * (uint64_t)r, RATE, -1, nw) == 0);
 		struct site_result res[NSITES];
 		bool tsig;
 		AP_CHECK_MSG(diff_json(base, nw, res, &tsig) == 0,
@@ -302,8 +304,8 @@ AP_TEST(a_doubled_site_is_flagged_and_its_change_covered)
 	double truth = (double)(size * count);
 	int flagged = 0, missed = 0;
 	for (int r = 0; r < ALT_REPS; r++) {
-		AP_CHECK(run_program(5000 + 2 * (uint64_t)r, -1, base) == 0);
-		AP_CHECK(run_program(5001 + 2 * (uint64_t)r, target, nw) == 0);
+		AP_CHECK(run_program(5000 + 2 * (uint64_t)r, RATE, -1, base) == 0);
+		AP_CHECK(run_program(5001 + 2 * (uint64_t)r, RATE, target, nw) == 0);
 		struct site_result res[NSITES];
 		bool tsig;
 		AP_CHECK(diff_json(base, nw, res, &tsig) == 0);
@@ -317,4 +319,44 @@ AP_TEST(a_doubled_site_is_flagged_and_its_change_covered)
 	       flagged, ALT_REPS, missed, ALT_REPS);
 	AP_CHECK_EQ_INT(flagged, ALT_REPS);
 	AP_CHECK(missed <= 2);
+}
+
+/*
+ * The rate changed between the runs (BASE at R, NEW at R/4): each profile
+ * carries its own period, intervals use each side's own rate, and the
+ * false-alarm rate of many-sample sites stays at the level (same binomial
+ * band as above, over 20 * MIXED_REPS comparisons); few-sample sites stay
+ * under its upper end.
+ */
+AP_TEST(a_changed_sampling_rate_does_not_fake_changes)
+{
+	enum { MIXED_REPS = 30 };
+	char d3[] = "/tmp/ap_diff_mixed_XXXXXX";
+	AP_CHECK(mkdtemp(d3));
+	char base[64], nw[64];
+	snprintf(base, sizeof base, "%s/base.pb.gz", d3);
+	snprintf(nw, sizeof nw, "%s/new.pb.gz", d3);
+	int fp_many = 0, fp_few = 0;
+	for (int r = 0; r < MIXED_REPS; r++) {
+		AP_CHECK(run_program(9000 + 2 * (uint64_t)r, RATE, -1, base) == 0);
+		AP_CHECK(run_program(9001 + 2 * (uint64_t)r, RATE / 4, -1, nw) == 0);
+		struct site_result res[NSITES];
+		bool tsig;
+		AP_CHECK(diff_json(base, nw, res, &tsig) == 0);
+		for (int s = 0; s < NSITES; s++)
+			*(s < NMANY ? &fp_many : &fp_few) += res[s].significant;
+	}
+	unlink(base);
+	unlink(nw);
+	rmdir(d3);
+	double n = NMANY * MIXED_REPS, mean = 0.05 * n,
+	       sd = sqrt(0.05 * 0.95 * n);
+	printf("# rates R vs R/4: false alarms many-sample %d/%g, few-sample "
+	       "%d/%d\n", fp_many, n, fp_few, NFEW * MIXED_REPS);
+	AP_CHECK_MSG(fp_many >= mean - 3.5 * sd && fp_many <= mean + 3.5 * sd,
+		     "many-sample false alarms %d outside %g +- %g", fp_many,
+		     mean, 3.5 * sd);
+	AP_CHECK_MSG(fp_few <= mean + 3.5 * sd,
+		     "few-sample false alarms %d above %g", fp_few,
+		     mean + 3.5 * sd);
 }
