@@ -95,6 +95,12 @@ static const ap_option_spec specs[] = {
 	  "in a forked child: follow (own file, pid in its name) or stop" },
 	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
 	  "print what the runtime does (dumps, settings) on stderr" },
+	{ "http", AP_OPT_CUSTOM, OFF(http), 0, 0, NULL, 0, http_parse_listen,
+	  "serve /debug/pprof/heap, /allocs and /metrics on [ADDR:]PORT "
+	  "(127.0.0.1 unless an address is given; 0 = any free port; off)" },
+	{ "http_portfile", AP_OPT_STRING, OFF(http_portfile), 0, 0, NULL,
+	  RT_PATH_CAP, NULL,
+	  "write the endpoint's ADDR:PORT to this file (%p pid, %t time)" },
 	{ "help", AP_OPT_BOOL, OFF(help), 0, 0, NULL, 0, NULL,
 	  "print this list of options on stderr" },
 };

@@ -3,7 +3,7 @@
  *
  * One table (config.c) names every key, its type, bounds and help line; the
  * generic parser in src/lib/options.c applies it. Adding a key = one row
- * plus a field here (e.g. the planned http=ADDR:PORT as an AP_OPT_CUSTOM).
+ * plus a field here (http=ADDR:PORT is an AP_OPT_CUSTOM parsed by http.c).
  */
 #ifndef AP_PRELOAD_CONFIG_H
 #define AP_PRELOAD_CONFIG_H
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "allocprof/options.h"
+#include "http.h"
 
 #define RT_PATH_CAP 1024
 
@@ -36,6 +37,8 @@ typedef struct rt_options {
 	int fork_mode;          /* rt_fork_mode */
 	bool verbose;
 	bool help;              /* print the option table on stderr at start */
+	http_listen http;       /* HTTP endpoint (http.h); off by default */
+	char http_portfile[RT_PATH_CAP]; /* where to write the bound ADDR:PORT */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

@@ -31,9 +31,13 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "http_runtime.h"
 #include "unwinder.h"
 
 runtime rt;
+/* Nanoseconds spent unwinding, for the HTTP endpoint's /metrics; counted
+ * only while the endpoint is on (two clock reads per sample). */
+_Atomic uint64_t rt_unwind_ns;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -315,6 +319,7 @@ static void fork_child(void)
 	pthread_mutex_init(&rt.table.lock, NULL);
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	rt.pid = (long)getpid();
+	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {
 		/* Stop sampling; frees of sampled blocks keep working. */
 		atomic_store(&rt.state, RT_OFF);
@@ -466,8 +471,13 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 	rt_thread *t = &rt_tls;
 	if (p) {
 		uintptr_t pcs[UNWIND_DEPTH_MAX];
+		bool timed = rt.opt.http.enabled;
+		uint64_t t0 = timed ? monotonic_ns() : 0;
 		int depth = unwind_capture((unwinder_kind)rt.opt.unwinder, pcs,
 					   (int)rt.opt.max_depth);
+		if (timed)
+			atomic_fetch_add_explicit(&rt_unwind_ns, monotonic_ns() - t0,
+						  memory_order_relaxed);
 		uint64_t usable = rt_real.malloc_usable_size(p);
 		sample_rec rec;
 		table_totals after;
@@ -559,6 +569,7 @@ __attribute__((constructor)) static void rt_constructor(void)
 	if (atomic_load(&rt.state) == RT_READY) {
 		rt_tls.guard++;
 		dumper_start_if_needed();
+		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
 		rt_tls.guard--;
 	}
 }
@@ -568,6 +579,7 @@ __attribute__((destructor)) static void rt_destructor(void)
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
 	rt_tls.guard++;
+	http_runtime_stop();
 	dumper_stop();
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);

@@ -71,6 +71,7 @@ extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
 extern RT_HIDDEN sampled_set rt_set;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
+extern _Atomic uint64_t rt_unwind_ns;
 
 /* Initialise the runtime once (idempotent, thread-safe). */
 void rt_ensure_init(void);
