@@ -11,8 +11,9 @@
  * stay ignored). Its exit status is the child's (128+N for a
  * death by signal N; 127 when the command is not found, 126 when it cannot
  * be executed). At the end a short summary of the profiles the run wrote is
- * printed on stderr: the profile names and `allocprof report --top 10` of
- * them (its code is called in-process, its stdout sent to stderr).
+ * printed on stderr: the profile names, then `allocprof report` of them
+ * (top 10 allocating sites, top 5 holding memory at exit; its code is
+ * called in-process with its stdout sent to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -410,16 +411,18 @@ static int run_child(char **argv, const char *lib, const char *options,
 
 /* ---- the summary --------------------------------------------------------- */
 
-/* Run `allocprof report --top 10 FILES` with its stdout sent to stderr. */
-static void report_summary(char **paths, size_t n)
+/* Run `allocprof report VIEW --top TOP FILES` with stdout sent to stderr. */
+static void report_summary(char **paths, size_t n, const char *view,
+			   const char *top)
 {
-	char **args = calloc(n + 4, sizeof *args);
+	char **args = calloc(n + 5, sizeof *args);
 	if (!args)
 		return;
 	size_t k = 0;
 	args[k++] = (char *)"report";
+	args[k++] = (char *)view;
 	args[k++] = (char *)"--top";
-	args[k++] = (char *)"10";
+	args[k++] = (char *)top;
 	for (size_t i = 0; i < n; i++)
 		args[k++] = paths[i];
 	args[k] = NULL;
@@ -447,8 +450,11 @@ static void print_summary(char **paths, size_t n, bool pprof)
 	fputc('\n', stderr);
 	if (!pprof || !n)
 		return;
-	if (ap_cmd_report)
-		report_summary(paths, n);
+	if (ap_cmd_report) {
+		/* Where it allocated, then what it still held at exit. */
+		report_summary(paths, n, "--alloc", "10");
+		report_summary(paths, n, "--inuse", "5");
+	}
 	else
 		ap_cli_error("this build has no report command: read them with "
 			     "go tool pprof or jeprof");
