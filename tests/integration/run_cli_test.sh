@@ -31,6 +31,18 @@ expect_status 1 "$CLI" run -o 'a,b' -- true
 expect_status 1 "$CLI" run --no-such-flag -- true
 grep -q . "$TMP/err" || fail "usage error without a message"
 
+# --- the runtime is looked for beside the executable, then in the prefix ---
+mkdir "$TMP/bin"
+cp "$CLI" "$TMP/bin/allocprof"
+st=0
+bounded 60 "$TMP/bin/allocprof" run -q -o "$TMP/inst.%p.pb.gz" -- true 2>"$TMP/err" || st=$?
+case $st in
+0) echo "the runtime is installed in the prefix: found there" >&2 ;;
+1) grep -q 'cannot find liballocprof_preload.so' "$TMP/err" ||
+	fail "missing runtime: $(cat "$TMP/err")" ;;
+*) fail "allocprof run without a runtime beside it: status $st: $(cat "$TMP/err")" ;;
+esac
+
 # --- command not found / not executable: one line, 127 / 126 --------------
 expect_status 127 "$CLI" run -- ./no-such-command-here
 [ "$(wc -l <"$TMP/err")" = 1 ] || fail "not-found message is not one line: $(cat "$TMP/err")"
