@@ -23,12 +23,16 @@ static uint64_t mix64(uint64_t h)
 	return h;
 }
 
+/* Per frame a multiply and a fold (cheap: every sample hashes its whole
+ * stack), then one full finaliser so the bucket bits depend on all frames. */
 static uint64_t hash_stack(const uintptr_t *pcs, int depth)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)depth;
-	for (int i = 0; i < depth; i++)
-		h = mix64(h ^ (uint64_t)pcs[i]);
-	return h;
+	for (int i = 0; i < depth; i++) {
+		h = (h ^ (uint64_t)pcs[i]) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	return mix64(h);
 }
 
 static uint64_t hash_site(const stack *s, uint64_t size, uint64_t rate)
