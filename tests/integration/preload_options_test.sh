@@ -2,7 +2,8 @@
 # preload_options_test.sh: a bad ALLOCPROF_OPTIONS value or an unwritable
 # output directory costs the host program nothing: its output and exit
 # status are unchanged, the runtime says what is wrong in one line per
-# problem on stderr, naming the key. AP_TEST_PRELOAD: needs the runtime.
+# problem on stderr, naming the key. Also: max_depth caps stacks.
+# AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
 P=$AP_PROGDIR
@@ -47,6 +48,23 @@ grep -q . "$TMP/unwritable.prof.err" || fail "no message for an unwritable outpu
 same_run missing_dir 60 LD_PRELOAD="$LIB" \
 	ALLOCPROF_OPTIONS="output=$TMP/does/not/exist/p.%p.pb.gz" -- "$P/exit_status" exit 0
 grep -q . "$TMP/missing_dir.prof.err" || fail "no message for a missing directory"
+
+# max_depth caps every recorded stack (checked with go tool pprof -raw,
+# whose sample lines end with the sample's location ids).
+if command -v go >/dev/null; then
+	mkdir "$TMP/depth"
+	same_run depth 60 LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="rate=1,max_depth=3,output=$TMP/depth/p.%p.pb.gz" \
+		-- "$P/stress_threads" 1 2000
+	go_pprof -raw "$TMP"/depth/p.*.pb.gz >"$TMP/depth.raw" 2>"$TMP/depth.err" ||
+		fail "max_depth=3 profile unreadable: $(head -3 "$TMP/depth.err")"
+	deepest=$(awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+		s && /^ *[0-9-]+( +[0-9-]+)+:/ { sub(/^[^:]*:/, ""); if (NF > m) m = NF }
+		END { print m + 0 }' "$TMP/depth.raw")
+	if [ "$deepest" -lt 1 ] || [ "$deepest" -gt 3 ]; then
+		fail "max_depth=3: deepest recorded stack has $deepest frames"
+	fi
+fi
 
 # An empty or blank ALLOCPROF_OPTIONS is fine and silent.
 same_run blank 60 LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS=" , ," -- "$P/exit_status" exit 0
