@@ -36,7 +36,7 @@ trap hcleanup EXIT
 command -v curl >/dev/null || skip "curl is not installed"
 # The endpoint must be in this runtime (its option table lists http=).
 env LD_PRELOAD="$HLIB" ALLOCPROF_OPTIONS=help=1,dump_at_exit=0 true >"$HTMP/help" 2>&1
-grep -q '^allocprof:   http ' "$HTMP/help" || skip "the runtime has no http= option yet"
+grep -q '^allocprof:   http ' "$HTMP/help" || fail "the runtime has no http= option"
 
 # start_prog NAME [EXTRA_OPTIONS [PROG_ARGS...]]: run http_workload under the
 # runtime with http=0 (a free loopback port) and wait for its port file.
