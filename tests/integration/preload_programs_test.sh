@@ -3,7 +3,8 @@
 # rate and at rate=1: python3 running an allocation-heavy script, sqlite3
 # running a SQL script, git init/add/commit (a shell script forking many
 # processes, each profiled), a forking program and a 16-thread stress test
-# with cross-thread frees. Each must exit as it does unprofiled, print
+# with cross-thread frees, a program whose allocating library is dlclose'd
+# before the dump. Each must exit as it does unprofiled, print
 # byte-identical output, say nothing extra on stderr, and leave profiles
 # that decode. AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
@@ -104,5 +105,7 @@ for rate in default 1; do
 	n=$(count_files "$TMP/prof/forker_$rate/p.*.pb.gz")
 	[ "$n" = 5 ] || fail "forker: $n profiles, want 5 (parent, 3 children, true)"
 	profiled "stress_$rate" "$opts" 180 "$P/stress_threads" 2 10000
+	# live blocks allocated by a library unloaded before the dump
+	profiled "dlopen_$rate" "$opts" 60 "$P/dlopen_alloc"
 done
 echo "programs: ok"
