@@ -21,6 +21,7 @@
 #include "arena.h"
 #include "config.h"
 #include "log.h"
+#include "region.h"
 #include "sampled_set.h"
 #include "stack_table.h"
 
@@ -70,6 +71,24 @@ typedef struct runtime {
 extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
 extern RT_HIDDEN sampled_set rt_set;
+/*
+ * The free() fast path's two tests (design 2 with design 1 behind it):
+ * rt_range_base/rt_range_size cover the allocprof-owned range (the
+ * bootstrap pool plus the region that serves sampled blocks), and
+ * rt_set_used turns true the first time anything enters the sampled set,
+ * so a program whose samples all come from the range never probes the set.
+ * Written once at initialisation (the range) or on the sampled slow path
+ * (the flag, false to true once), always with __atomic_store_n; a pointer's
+ * owner always sees them, because the writes happened before the pointer
+ * existed (a stale read by anyone else cannot concern its pointer). They
+ * are plain objects, not _Atomic, so the compiler folds the fast path's
+ * reads into the compare instructions (sub mem / cmp mem / cmpb $0, mem):
+ * 7 instructions for a free that is not sampled, tail call included.
+ */
+extern RT_HIDDEN uintptr_t rt_range_base;
+extern RT_HIDDEN size_t rt_range_size;
+extern RT_HIDDEN bool rt_set_used;
+extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
 
@@ -86,6 +105,42 @@ void rt_ensure_init(void);
 bool rt_sample_begin(size_t n, ap_sample_info *info);
 /* Record p (NULL: the allocation failed, nothing recorded); clears the guard. */
 void rt_sample_end(void *p, const ap_sample_info *info);
+
+static inline bool rt_in_range(const void *p)
+{
+	return (uintptr_t)p - rt_range_base < rt_range_size;
+}
+
+static inline bool rt_in_set(const void *p)
+{
+	return rt_set_used && set_contains(&rt_set, p);
+}
+
+/*
+ * Threads sampling at a rate of at least this many bytes get their sampled
+ * blocks from the region: below it samples are so frequent (rate=1: every
+ * block) that a page each would multiply the program's memory.
+ */
+#define RT_REGION_MIN_RATE ((uint64_t)16384)
+
+/*
+ * Between rt_sample_begin and rt_sample_end: a block of n bytes aligned to
+ * `align` (a power of two; 0 = page) from the region, zeroed, or NULL when
+ * the region does not serve it (thread rate below RT_REGION_MIN_RATE, no
+ * region, exhausted): the caller then allocates from the real allocator.
+ */
+void *rt_region_alloc(size_t n, size_t align);
+/*
+ * Between rt_sample_begin and rt_sample_end, for realloc(p, n) of a block
+ * p of the real allocator: move it into a region block (copying
+ * min(old usable, n) bytes, freeing p); NULL when not served (as above, or
+ * the allocator underneath cannot report p's size): p is then untouched.
+ */
+void *rt_region_move(void *p, size_t n);
+/* p is in the range: the slow paths of free, realloc, usable_size. */
+void rt_free_range(void *p);
+void *rt_realloc_range(void *p, size_t n);
+size_t rt_usable_range(void *p);
 
 /* p is in the sampled set: the slow paths of free, realloc, usable_size. */
 void rt_free_sampled(void *p);

@@ -1,0 +1,254 @@
+/*
+ * region.c: page-run allocator over a reserved address range, for the
+ * sampled blocks of the runtime (design (2) of the free() fast path; the
+ * why and the layout are in region.h).
+ */
+#include "region.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static size_t sys_page(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	return ps > 0 ? (size_t)ps : 4096;
+}
+
+/* Class of a run of `pages` pages (>= 1), and the run length it stands for.
+ * Returns REGION_NCLASSES when no class is large enough. */
+static unsigned class_of(size_t pages, size_t *run_pages)
+{
+	if (pages <= REGION_EXACT) {
+		*run_pages = pages;
+		return (unsigned)pages - 1;
+	}
+	unsigned k = 5; /* 2^5 = 32 pages: the first power-of-two class */
+	while (((size_t)1 << k) < pages) {
+		k++;
+		if (k >= 63)
+			return REGION_NCLASSES;
+	}
+	unsigned c = REGION_EXACT + (k - 5);
+	if (c >= REGION_NCLASSES)
+		return REGION_NCLASSES;
+	*run_pages = (size_t)1 << k;
+	return c;
+}
+
+int region_init(region *r, size_t want, size_t min, size_t prefix)
+{
+	memset(r, 0, sizeof *r);
+	pthread_mutex_init(&r->lock, NULL);
+	r->page = sys_page();
+	while (((size_t)1 << r->page_shift) < r->page)
+		r->page_shift++;
+	size_t pm = r->page - 1;
+	if (want < min || want > SIZE_MAX - pm || prefix > SIZE_MAX - pm)
+		return AP_EINVAL;
+	want = (want + pm) & ~pm;
+	min = (min + pm) & ~pm;
+	size_t prefix_len = (prefix + pm) & ~pm;
+	if (min == 0 || prefix_len >= min)
+		return AP_EINVAL;
+	for (size_t len = want; len >= min && len > prefix_len; len = (len / 4) & ~pm) {
+		size_t npages = len >> r->page_shift;
+		/* Page numbers are 32-bit in the slots (links are page + 1). */
+		if (npages >= UINT32_MAX)
+			continue;
+		void *p = mmap(NULL, len, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			continue;
+		size_t slen = (npages * sizeof(region_slot) + pm) & ~pm;
+		void *s = mmap(NULL, slen, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (s == MAP_FAILED) {
+			munmap(p, len);
+			continue;
+		}
+		if (prefix_len && mprotect(p, prefix_len, PROT_READ | PROT_WRITE) != 0) {
+			munmap(s, slen);
+			munmap(p, len);
+			continue;
+		}
+		r->base = (uintptr_t)p;
+		r->size = len;
+		r->npages = npages;
+		r->prefix_pages = prefix_len >> r->page_shift;
+		r->bump = r->prefix_pages;
+		r->slots = s;
+		r->slots_len = slen;
+		return 0;
+	}
+	return AP_ENOMEM;
+}
+
+void region_destroy(region *r)
+{
+	if (r->size) {
+		munmap((void *)r->base, r->size);
+		munmap(r->slots, r->slots_len);
+	}
+	pthread_mutex_destroy(&r->lock);
+	memset(r, 0, sizeof *r);
+}
+
+/* Make `pages` pages from page index `first` accessible; test hook aside,
+ * mprotect fails only with ENOMEM (the kernel's mapping count limit). */
+static bool commit(region *r, size_t first, size_t pages)
+{
+	if (r->fail_commit && --r->fail_commit == 0)
+		return false;
+	void *at = (void *)(r->base + (first << r->page_shift));
+	return mprotect(at, pages << r->page_shift, PROT_READ | PROT_WRITE) == 0;
+}
+
+static void push_free(region *r, unsigned c, size_t first, size_t run_pages)
+{
+	region_slot *s = &r->slots[first];
+	memset(s, 0, sizeof *s);
+	s->state = REGION_SLOT_FREE;
+	s->run_pages = (uint32_t)run_pages;
+	s->next = r->heads[c];
+	r->heads[c] = (uint32_t)(first + 1);
+}
+
+void *region_alloc(region *r, size_t n, size_t align, size_t *usable)
+{
+	if (!r->size)
+		return NULL;
+	if (align == 0)
+		align = r->page;
+	if (align & (align - 1))
+		return NULL;
+	size_t pm = r->page - 1;
+	if (n == 0)
+		n = 1;
+	if (n > r->size || align > r->size / 2)
+		return NULL;
+	size_t need = (n + pm) >> r->page_shift;
+	size_t extra = align > r->page ? (align >> r->page_shift) - 1 : 0;
+	size_t run_pages = 0;
+	unsigned c = class_of(need + extra, &run_pages);
+	pthread_mutex_lock(&r->lock);
+	if (c >= REGION_NCLASSES)
+		goto refuse;
+	size_t first;
+	bool fresh = false;
+	if (r->heads[c]) {
+		first = r->heads[c] - 1;
+		r->heads[c] = r->slots[first].next;
+	} else if (run_pages <= r->npages - r->bump) {
+		first = r->bump;
+		r->bump += run_pages;
+		fresh = true;
+	} else {
+		goto refuse;
+	}
+	uintptr_t start = r->base + (first << r->page_shift);
+	size_t off = (((start + align - 1) & ~(uintptr_t)(align - 1)) - start) >> r->page_shift;
+	size_t at = first + off;
+	if (!commit(r, at, need)) {
+		if (fresh && r->bump == first + run_pages)
+			r->bump = first; /* give the run back to the bump pointer */
+		else
+			push_free(r, c, first, run_pages);
+		goto refuse;
+	}
+	if (off)
+		memset(&r->slots[first], 0, sizeof r->slots[first]);
+	region_slot *s = &r->slots[at];
+	memset(s, 0, sizeof *s);
+	s->state = REGION_SLOT_LIVE;
+	s->run_pages = (uint32_t)run_pages;
+	s->off_pages = (uint32_t)off;
+	s->used_pages = (uint32_t)need;
+	r->live++;
+	r->committed += need;
+	pthread_mutex_unlock(&r->lock);
+	if (usable)
+		*usable = need << r->page_shift;
+	return (void *)(r->base + (at << r->page_shift));
+refuse:
+	r->refused++;
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* The live slot of block p, or NULL. Caller holds the lock. */
+static region_slot *live_slot(region *r, const void *p)
+{
+	uintptr_t d = (uintptr_t)p - r->base;
+	if (d >= r->size || (d & (r->page - 1)))
+		return NULL;
+	size_t i = d >> r->page_shift;
+	if (i < r->prefix_pages || r->slots[i].state != REGION_SLOT_LIVE)
+		return NULL;
+	return &r->slots[i];
+}
+
+bool region_set_rec(region *r, const void *p, const sample_rec *rec)
+{
+	pthread_mutex_lock(&r->lock);
+	region_slot *s = live_slot(r, p);
+	if (s)
+		s->rec = *rec;
+	pthread_mutex_unlock(&r->lock);
+	return s != NULL;
+}
+
+bool region_get(region *r, const void *p, sample_rec *rec, size_t *usable)
+{
+	pthread_mutex_lock(&r->lock);
+	region_slot *s = live_slot(r, p);
+	if (s) {
+		if (rec)
+			*rec = s->rec;
+		if (usable)
+			*usable = (size_t)s->used_pages << r->page_shift;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return s != NULL;
+}
+
+bool region_free(region *r, void *p, sample_rec *rec_out)
+{
+	pthread_mutex_lock(&r->lock);
+	region_slot *s = live_slot(r, p);
+	if (!s) {
+		pthread_mutex_unlock(&r->lock);
+		return false;
+	}
+	if (rec_out)
+		*rec_out = s->rec;
+	size_t at = (size_t)(s - r->slots);
+	size_t first = at - s->off_pages, run_pages = s->run_pages;
+	size_t len = (size_t)s->used_pages << r->page_shift;
+	/* DONTNEED drops the pages: the next use of the run reads zeros. */
+	madvise(p, len, MADV_DONTNEED);
+	mprotect(p, len, PROT_NONE);
+	r->live--;
+	r->committed -= s->used_pages;
+	memset(s, 0, sizeof *s);
+	size_t rp = 0;
+	unsigned c = class_of(run_pages, &rp);
+	push_free(r, c, first, run_pages);
+	pthread_mutex_unlock(&r->lock);
+	return true;
+}
+
+void region_lock(region *r)
+{
+	pthread_mutex_lock(&r->lock);
+}
+
+void region_unlock(region *r)
+{
+	pthread_mutex_unlock(&r->lock);
+}
+
+void region_reset_lock(region *r)
+{
+	pthread_mutex_init(&r->lock, NULL);
+}

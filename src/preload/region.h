@@ -1,0 +1,118 @@
+/*
+ * region.h: the allocprof-owned address range that serves sampled blocks.
+ *
+ * Design (2) of DESIGN.md's free() fast path: if every sampled block lives
+ * inside one range reserved by the runtime, free() decides "was this pointer
+ * sampled?" with a subtraction and a compare against two globals, and only
+ * pointers inside the range take the slow path. The range is reserved once
+ * with mmap(PROT_NONE, MAP_NORESERVE): it costs address space, not memory.
+ *
+ * Blocks are page-granular runs. A block of n bytes (aligned to `align`)
+ * gets ceil(n / page) pages made readable and writable with mprotect; an
+ * alignment above the page size over-reserves align/page - 1 pages and puts
+ * the block at the first aligned page of the run. A freed block's pages go
+ * back with madvise(MADV_DONTNEED) (anonymous private pages then read as
+ * zero, so reused runs are zero like fresh ones: calloc needs no memset) and
+ * mprotect(PROT_NONE), and its run goes on a free list by run length:
+ * exact page counts up to REGION_EXACT pages, powers of two above (a run of
+ * that class is reserved whole, but only the pages the block needs are
+ * committed, so the rounding costs address space only). Fresh runs come
+ * from a bump pointer. When neither has a run, region_alloc fails and the
+ * caller serves the block elsewhere (design 1): the range never makes an
+ * allocation fail.
+ *
+ * Per-block bookkeeping (the sample record, the run's geometry) is in a side
+ * table indexed by page number, (p - base) >> page_shift, so every lookup is
+ * O(1) and nothing is stored in the blocks themselves. The side table is
+ * its own MAP_NORESERVE mapping; only the parts under used pages are ever
+ * touched. Free runs are linked through the side-table slot of their first
+ * page (their own pages are inaccessible).
+ *
+ * One mutex serialises every operation: they all run on the sampled slow
+ * path, which is rare by construction at the rates the runtime uses the
+ * range for. region_lock/unlock/reset_lock are for pthread_atfork.
+ * No global state: the runtime owns one region, tests make their own.
+ */
+#ifndef AP_PRELOAD_REGION_H
+#define AP_PRELOAD_REGION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampled_set.h"
+
+#define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
+#define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
+
+enum region_slot_state { REGION_SLOT_NONE = 0, REGION_SLOT_LIVE, REGION_SLOT_FREE };
+
+typedef struct region_slot {
+	sample_rec rec;        /* the block's sample record (LIVE slots) */
+	uint32_t run_pages;    /* pages of the run (its class size) */
+	uint32_t off_pages;    /* pages from the run's start to the block */
+	uint32_t used_pages;   /* pages committed for the block */
+	uint32_t next;         /* FREE: next free run's first page + 1, 0 = end */
+	uint8_t state;         /* enum region_slot_state */
+} region_slot;
+
+typedef struct region {
+	uintptr_t base;        /* first byte of the reservation, 0 = none */
+	size_t size;           /* bytes reserved */
+	size_t page;           /* page size */
+	unsigned page_shift;
+	size_t npages;         /* size >> page_shift */
+	size_t prefix_pages;   /* pages kept for the caller (always RW) */
+	region_slot *slots;    /* npages entries */
+	size_t slots_len;      /* bytes mapped for slots */
+	pthread_mutex_t lock;
+	size_t bump;           /* first page never handed out */
+	uint32_t heads[REGION_NCLASSES]; /* free runs: first page + 1 */
+	size_t live;           /* live blocks */
+	size_t committed;      /* pages committed for live blocks */
+	uint64_t refused;      /* allocations that failed (exhausted etc.) */
+	uint32_t fail_commit;  /* test hook: the n-th next commit fails (1 = next) */
+} region;
+
+/*
+ * Reserve a range of `want` bytes, or failing that successively a quarter
+ * of it, down to `min` bytes (both rounded to pages). The first `prefix`
+ * bytes (rounded up to pages) are made readable and writable and are never
+ * handed out: they are the caller's (the runtime's bootstrap pool). 0, or
+ * AP_EINVAL (want < min, prefix too large) / AP_ENOMEM (nothing could be
+ * reserved), leaving r->size == 0; such a region refuses every allocation.
+ */
+int region_init(region *r, size_t want, size_t min, size_t prefix);
+/* Unmap everything (tests; the runtime keeps its range for life). */
+void region_destroy(region *r);
+
+/* Is p inside the range (prefix included)? */
+static inline bool region_contains(const region *r, const void *p)
+{
+	return (uintptr_t)p - r->base < r->size;
+}
+
+/*
+ * A block of at least n bytes aligned to `align` (0 = the page), readable,
+ * writable and zero; *usable gets its usable size (whole pages). NULL when
+ * the range cannot serve it: no reservation, align not a power of two,
+ * too large, range exhausted, or mprotect failed (e.g. vm.max_map_count).
+ * The block's record is zero until region_set_rec.
+ */
+void *region_alloc(region *r, size_t n, size_t align, size_t *usable);
+/* Store p's record (p a live block). false if p is not one. */
+bool region_set_rec(region *r, const void *p, const sample_rec *rec);
+/* Copy p's record and usable size (either may be NULL). false if p is not
+ * a live block (never allocated, an interior pointer, already freed). */
+bool region_get(region *r, const void *p, sample_rec *rec, size_t *usable);
+/* Return p's pages and copy its record out. false (nothing done) if p is
+ * not a live block: a double free or a pointer the region never returned. */
+bool region_free(region *r, void *p, sample_rec *rec_out);
+
+void region_lock(region *r);
+void region_unlock(region *r);
+/* In a fork child: reinitialise the lock (the parent's holders are gone). */
+void region_reset_lock(region *r);
+
+#endif
