@@ -6,9 +6,10 @@
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
  * tail-calls the allocator underneath. A free tests whether the pointer is
  * inside allocprof's own range (one subtraction and one compare: design 2,
- * region.h), then, only if anything was ever entered in the lock-free
- * sampled set (design 1, used for samples the range does not serve), looks
- * it up there; then it tail-calls the real free. Everything else is in
+ * region.h) and, almost always outside it, tail-calls the real free. Once
+ * anything has entered the lock-free sampled set (design 1, for samples the
+ * range does not serve), the range test lets every pointer through to
+ * rt_classify, which looks in both (runtime_core.h). Everything else is in
  * runtime.c behind AP_UNLIKELY.
  *
  * A sampled allocation is served from the range when the thread's rate is
@@ -19,7 +20,7 @@
  * A thread's counter starts at 0, so its first allocation takes the slow
  * path, which initialises the runtime and the thread's sampler. Bootstrap
  * pool blocks (dlsym's calloc) are inside the range, so free needs no
- * third test for them.
+ * second test for them.
  *
  * free_sized and free_aligned_sized (C23) are exported even though glibc
  * 2.36 does not declare them, so programs built against newer headers work.
@@ -53,7 +54,7 @@ EXPORT void *malloc(size_t n)
 	ap_sample_info info;
 	if (!rt_sample_begin(n, &info))
 		return rt_real.malloc(n);
-	void *p = rt_region_alloc(n, 0);
+	void *p = rt_region_alloc(n, 0, false);
 	if (!p)
 		p = rt_real.malloc(n);
 	rt_sample_end(p, &info);
@@ -62,12 +63,8 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void free(void *p)
 {
-	if (AP_UNLIKELY(rt_in_range(p))) {
-		rt_free_range(p);
-		return;
-	}
-	if (AP_UNLIKELY(rt_in_set(p))) {
-		rt_free_sampled(p);
+	if (AP_UNLIKELY(rt_maybe_ours(p))) {
+		rt_free_slow(p);
 		return;
 	}
 	rt_real.free(p);
@@ -99,7 +96,7 @@ EXPORT void *calloc(size_t n, size_t m)
 	if (!rt_sample_begin(total, &info))
 		return rt_real.calloc(n, m);
 	/* Region pages are zero, fresh or reused (MADV_DONTNEED at free). */
-	void *p = rt_region_alloc(total, 0);
+	void *p = rt_region_alloc(total, 0, true);
 	if (!p)
 		p = rt_real.calloc(n, m);
 	rt_sample_end(p, &info);
@@ -110,10 +107,13 @@ EXPORT void *realloc(void *p, size_t n)
 {
 	if (!p)
 		return malloc(n);
-	if (AP_UNLIKELY(rt_in_range(p)))
-		return rt_realloc_range(p, n);
-	if (AP_UNLIKELY(rt_in_set(p)))
-		return rt_realloc_sampled(p, n);
+	if (AP_UNLIKELY(rt_maybe_ours(p))) {
+		enum rt_owner o = rt_classify(p);
+		if (o == RT_OWNER_RANGE)
+			return rt_realloc_range(p, n);
+		if (o == RT_OWNER_SET)
+			return rt_realloc_sampled(p, n);
+	}
 	if (not_sampled(n))
 		return rt_real.realloc(p, n);
 	ap_sample_info info;
@@ -145,7 +145,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return rt_real.posix_memalign(out, align, n);
 	/* Only valid alignments go to the region; the allocator underneath
 	 * reports EINVAL for the others. */
-	void *p = align && align % sizeof(void *) == 0 ? rt_region_alloc(n, align) : NULL;
+	void *p = align && align % sizeof(void *) == 0 ? rt_region_alloc(n, align, false) : NULL;
 	int rc = 0;
 	if (p)
 		*out = p;
@@ -166,7 +166,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		ap_sample_info info;                                         \
 		if (!rt_sample_begin(size, &info))                           \
 			return rt_real.name args;                            \
-		void *p = rt_region_alloc(size, align);                      \
+		void *p = rt_region_alloc(size, align, false);               \
 		if (!p)                                                      \
 			p = rt_real.name args;                               \
 		rt_sample_end(p, &info);                                     \
@@ -182,9 +182,7 @@ EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (AP_UNLIKELY(rt_in_range(p)))
+	if (AP_UNLIKELY(rt_maybe_ours(p)) && rt_classify(p) == RT_OWNER_RANGE)
 		return rt_usable_range(p);
-	if (AP_UNLIKELY(rt_in_set(p)))
-		return rt_usable_sampled(p);
 	return rt_real.malloc_usable_size(p);
 }

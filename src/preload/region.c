@@ -77,6 +77,7 @@ int region_init(region *r, size_t want, size_t min, size_t prefix)
 		r->npages = npages;
 		r->prefix_pages = prefix_len >> r->page_shift;
 		r->bump = r->prefix_pages;
+		r->cache_limit = REGION_CACHE_BYTES >> r->page_shift;
 		r->slots = s;
 		r->slots_len = slen;
 		return 0;
@@ -104,17 +105,29 @@ static bool commit(region *r, size_t first, size_t pages)
 	return mprotect(at, pages << r->page_shift, PROT_READ | PROT_WRITE) == 0;
 }
 
-static void push_free(region *r, unsigned c, size_t first, size_t run_pages)
+/* Give pages back: DONTNEED drops them (the next commit reads zeros). */
+static void decommit(region *r, size_t first, size_t pages)
+{
+	void *at = (void *)(r->base + (first << r->page_shift));
+	madvise(at, pages << r->page_shift, MADV_DONTNEED);
+	mprotect(at, pages << r->page_shift, PROT_NONE);
+}
+
+/* Put the run at page `first` on class c's free list, `cached` of its
+ * first pages still committed. */
+static void push_free(region *r, unsigned c, size_t first, size_t run_pages, size_t cached)
 {
 	region_slot *s = &r->slots[first];
 	memset(s, 0, sizeof *s);
 	s->state = REGION_SLOT_FREE;
 	s->run_pages = (uint32_t)run_pages;
+	s->used_pages = (uint32_t)cached;
 	s->next = r->heads[c];
 	r->heads[c] = (uint32_t)(first + 1);
+	r->cached += cached;
 }
 
-void *region_alloc(region *r, size_t n, size_t align, size_t *usable)
+void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 {
 	if (!r->size)
 		return NULL;
@@ -134,11 +147,13 @@ void *region_alloc(region *r, size_t n, size_t align, size_t *usable)
 	pthread_mutex_lock(&r->lock);
 	if (c >= REGION_NCLASSES)
 		goto refuse;
-	size_t first;
+	size_t first, cached = 0;
 	bool fresh = false;
 	if (r->heads[c]) {
 		first = r->heads[c] - 1;
 		r->heads[c] = r->slots[first].next;
+		cached = r->slots[first].used_pages;
+		r->cached -= cached;
 	} else if (run_pages <= r->npages - r->bump) {
 		first = r->bump;
 		r->bump += run_pages;
@@ -148,14 +163,21 @@ void *region_alloc(region *r, size_t n, size_t align, size_t *usable)
 	}
 	uintptr_t start = r->base + (first << r->page_shift);
 	size_t off = (((start + align - 1) & ~(uintptr_t)(align - 1)) - start) >> r->page_shift;
+	if (cached && off) {
+		/* Cached pages sit at the run's start, the block elsewhere. */
+		decommit(r, first, cached);
+		cached = 0;
+	}
 	size_t at = first + off;
-	if (!commit(r, at, need)) {
+	if (cached < need && !commit(r, at + cached, need - cached)) {
 		if (fresh && r->bump == first + run_pages)
 			r->bump = first; /* give the run back to the bump pointer */
 		else
-			push_free(r, c, first, run_pages);
+			push_free(r, c, first, run_pages, cached);
 		goto refuse;
 	}
+	/* A cached run larger than the block stays whole: usable grows. */
+	size_t used = cached > need ? cached : need;
 	if (off)
 		memset(&r->slots[first], 0, sizeof r->slots[first]);
 	region_slot *s = &r->slots[at];
@@ -163,13 +185,16 @@ void *region_alloc(region *r, size_t n, size_t align, size_t *usable)
 	s->state = REGION_SLOT_LIVE;
 	s->run_pages = (uint32_t)run_pages;
 	s->off_pages = (uint32_t)off;
-	s->used_pages = (uint32_t)need;
+	s->used_pages = (uint32_t)used;
 	r->live++;
-	r->committed += need;
+	r->committed += used;
 	pthread_mutex_unlock(&r->lock);
+	void *p = (void *)(r->base + (at << r->page_shift));
+	if (zero && cached) /* only cached pages can hold old data */
+		memset(p, 0, n < (cached << r->page_shift) ? n : cached << r->page_shift);
 	if (usable)
-		*usable = need << r->page_shift;
-	return (void *)(r->base + (at << r->page_shift));
+		*usable = used << r->page_shift;
+	return p;
 refuse:
 	r->refused++;
 	pthread_mutex_unlock(&r->lock);
@@ -224,16 +249,21 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 		*rec_out = s->rec;
 	size_t at = (size_t)(s - r->slots);
 	size_t first = at - s->off_pages, run_pages = s->run_pages;
-	size_t len = (size_t)s->used_pages << r->page_shift;
-	/* DONTNEED drops the pages: the next use of the run reads zeros. */
-	madvise(p, len, MADV_DONTNEED);
-	mprotect(p, len, PROT_NONE);
+	size_t used = s->used_pages;
 	r->live--;
-	r->committed -= s->used_pages;
+	r->committed -= used;
+	/* Keep the pages for reuse while the budget allows (only blocks at the
+	 * start of their run: the cached pages are always a run's first). */
+	size_t keep = s->off_pages == 0 && r->cached <= r->cache_limit &&
+			      used <= r->cache_limit - r->cached
+		      ? used
+		      : 0;
+	if (!keep)
+		decommit(r, at, used);
 	memset(s, 0, sizeof *s);
 	size_t rp = 0;
 	unsigned c = class_of(run_pages, &rp);
-	push_free(r, c, first, run_pages);
+	push_free(r, c, first, run_pages, keep);
 	pthread_mutex_unlock(&r->lock);
 	return true;
 }

@@ -10,10 +10,14 @@
  * Blocks are page-granular runs. A block of n bytes (aligned to `align`)
  * gets ceil(n / page) pages made readable and writable with mprotect; an
  * alignment above the page size over-reserves align/page - 1 pages and puts
- * the block at the first aligned page of the run. A freed block's pages go
- * back with madvise(MADV_DONTNEED) (anonymous private pages then read as
- * zero, so reused runs are zero like fresh ones: calloc needs no memset) and
- * mprotect(PROT_NONE), and its run goes on a free list by run length:
+ * the block at the first aligned page of the run. A freed block's run goes on
+ * a free list by run length. Up to cache_limit pages of freed runs stay
+ * committed, so a program that keeps allocating and freeing sampled blocks
+ * reuses warm pages without a system call or a page fault; a run beyond
+ * that budget gives its pages back with madvise(MADV_DONTNEED) (anonymous
+ * private pages then read as zero) and mprotect(PROT_NONE). Fresh and given
+ * back pages are zero; a cached run is zeroed only when the caller asks
+ * (calloc). Free lists are by run length:
  * exact page counts up to REGION_EXACT pages, powers of two above (a run of
  * that class is reserved whole, but only the pages the block needs are
  * committed, so the rounding costs address space only). Fresh runs come
@@ -45,6 +49,8 @@
 
 #define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
 #define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
+/* Freed pages kept committed for reuse (region_init's default budget). */
+#define REGION_CACHE_BYTES ((size_t)4 << 20)
 
 enum region_slot_state { REGION_SLOT_NONE = 0, REGION_SLOT_LIVE, REGION_SLOT_FREE };
 
@@ -52,7 +58,8 @@ typedef struct region_slot {
 	sample_rec rec;        /* the block's sample record (LIVE slots) */
 	uint32_t run_pages;    /* pages of the run (its class size) */
 	uint32_t off_pages;    /* pages from the run's start to the block */
-	uint32_t used_pages;   /* pages committed for the block */
+	uint32_t used_pages;   /* LIVE: pages committed for the block;
+				  FREE: pages left committed (cached) */
 	uint32_t next;         /* FREE: next free run's first page + 1, 0 = end */
 	uint8_t state;         /* enum region_slot_state */
 } region_slot;
@@ -71,6 +78,8 @@ typedef struct region {
 	uint32_t heads[REGION_NCLASSES]; /* free runs: first page + 1 */
 	size_t live;           /* live blocks */
 	size_t committed;      /* pages committed for live blocks */
+	size_t cached;         /* pages committed in free runs */
+	size_t cache_limit;    /* at most this many (REGION_CACHE_BYTES) */
 	uint64_t refused;      /* allocations that failed (exhausted etc.) */
 	uint32_t fail_commit;  /* test hook: the n-th next commit fails (1 = next) */
 } region;
@@ -94,13 +103,15 @@ static inline bool region_contains(const region *r, const void *p)
 }
 
 /*
- * A block of at least n bytes aligned to `align` (0 = the page), readable,
- * writable and zero; *usable gets its usable size (whole pages). NULL when
+ * A block of at least n bytes aligned to `align` (0 = the page), readable
+ * and writable, its first n bytes zero if `zero` (else they may hold a
+ * freed block's data); *usable gets its usable size (whole pages, at least
+ * n rounded up: a reused cached run may be larger). NULL when
  * the range cannot serve it: no reservation, align not a power of two,
  * too large, range exhausted, or mprotect failed (e.g. vm.max_map_count).
  * The block's record is zero until region_set_rec.
  */
-void *region_alloc(region *r, size_t n, size_t align, size_t *usable);
+void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable);
 /* Store p's record (p a live block). false if p is not one. */
 bool region_set_rec(region *r, const void *p, const sample_rec *rec);
 /* Copy p's record and usable size (either may be NULL). false if p is not

@@ -17,7 +17,8 @@
  * least RT_REGION_MIN_RATE gets its sampled blocks from the region, whose
  * side table keeps their records; below that rate, or when the region
  * cannot serve a block, the real allocator serves it and the sampled set
- * (design 1) records it, which sets rt_set_used.
+ * (design 1) records it; free's range test then lets every pointer through
+ * to rt_classify (runtime_core.h).
  *
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
@@ -52,7 +53,6 @@ sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = PTHREAD_MUTEX_INITIALIZER };
 uintptr_t rt_range_base;
 size_t rt_range_size;
-bool rt_set_used;
 region rt_region;
 
 /* The region's reservation: 64 GiB of address space (its side table, 64
@@ -519,11 +519,12 @@ static uint64_t monotonic_ns(void)
 	return set_now_ns();
 }
 
-/* The sampled set is about to hold something: from now on free probes it. */
+/* The sampled set is about to hold something: from now on free's range
+ * test lets every pointer through to rt_classify (runtime_core.h). */
 static void set_mark_used(void)
 {
-	if (!__atomic_load_n(&rt_set_used, __ATOMIC_RELAXED))
-		__atomic_store_n(&rt_set_used, true, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&rt_range_size, __ATOMIC_RELAXED) != SIZE_MAX)
+		__atomic_store_n(&rt_range_size, SIZE_MAX, __ATOMIC_RELAXED);
 }
 
 void rt_sample_end(void *p, const ap_sample_info *info)
@@ -563,7 +564,7 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 	t->guard--;
 }
 
-void rt_free_sampled(void *p)
+static void rt_free_sampled(void *p)
 {
 	sample_rec rec;
 	rt_tls.guard++;
@@ -606,18 +607,14 @@ void *rt_realloc_sampled(void *p, size_t n)
 	return q;
 }
 
-size_t rt_usable_sampled(void *p)
-{
-	return rt_real.malloc_usable_size(p);
-}
 
 /* ---- the region: sampled blocks of design 2 -------------------------- */
 
-void *rt_region_alloc(size_t n, size_t align)
+void *rt_region_alloc(size_t n, size_t align, bool zero)
 {
 	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE)
 		return NULL;
-	return region_alloc(&rt_region, n, align, NULL);
+	return region_alloc(&rt_region, n, align, zero, NULL);
 }
 
 void *rt_region_move(void *p, size_t n)
@@ -625,7 +622,7 @@ void *rt_region_move(void *p, size_t n)
 	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE ||
 	    rt_real.malloc_usable_size == emu_usable)
 		return NULL;
-	void *q = region_alloc(&rt_region, n, 0, NULL);
+	void *q = region_alloc(&rt_region, n, 0, false, NULL);
 	if (!q)
 		return NULL;
 	size_t old = rt_real.malloc_usable_size(p);
@@ -658,12 +655,31 @@ static bool region_release(void *p)
 	return found;
 }
 
-void rt_free_range(void *p)
+enum rt_owner rt_classify(const void *p)
 {
-	if (in_boot_pool(p))
-		return; /* never the real allocator's; the pool is not reused */
-	if (!region_release(p))
-		bad_range_pointer("free", p);
+	if (in_boot_pool(p) || region_contains(&rt_region, p))
+		return RT_OWNER_RANGE;
+	if (set_contains(&rt_set, p))
+		return RT_OWNER_SET;
+	return RT_OWNER_NONE;
+}
+
+void rt_free_slow(void *p)
+{
+	switch (rt_classify(p)) {
+	case RT_OWNER_RANGE:
+		if (in_boot_pool(p))
+			return; /* never the real allocator's; not reused */
+		if (!region_release(p))
+			bad_range_pointer("free", p);
+		return;
+	case RT_OWNER_SET:
+		rt_free_sampled(p);
+		return;
+	case RT_OWNER_NONE:
+		break;
+	}
+	rt_real.free(p);
 }
 
 void *rt_realloc_range(void *p, size_t n)

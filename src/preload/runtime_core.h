@@ -72,22 +72,26 @@ extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
 extern RT_HIDDEN sampled_set rt_set;
 /*
- * The free() fast path's two tests (design 2 with design 1 behind it):
- * rt_range_base/rt_range_size cover the allocprof-owned range (the
- * bootstrap pool plus the region that serves sampled blocks), and
- * rt_set_used turns true the first time anything enters the sampled set,
- * so a program whose samples all come from the range never probes the set.
- * Written once at initialisation (the range) or on the sampled slow path
- * (the flag, false to true once), always with __atomic_store_n; a pointer's
- * owner always sees them, because the writes happened before the pointer
- * existed (a stale read by anyone else cannot concern its pointer). They
- * are plain objects, not _Atomic, so the compiler folds the fast path's
- * reads into the compare instructions (sub mem / cmp mem / cmpb $0, mem):
- * 7 instructions for a free that is not sampled, tail call included.
+ * The free() fast path's one test (design 2, region.h):
+ * p - rt_range_base < rt_range_size. While the sampled set (design 1) is
+ * empty, the range is exactly allocprof's own (the bootstrap pool plus the
+ * region serving sampled blocks), so every other pointer goes straight to
+ * the real free. The first time anything is to enter the set (a sample the
+ * region does not serve: a thread rate below RT_REGION_MIN_RATE, the region
+ * exhausted or unreserved), rt_range_size becomes SIZE_MAX: every pointer
+ * but rt_range_base - 1 (odd, never a malloc block) then takes the slow
+ * path, rt_classify, which tests the range and the set. Only the size ever
+ * changes after initialisation, one word, so no reader can combine an old
+ * and a new value.
+ *
+ * Both are written with __atomic_store_n before any pointer they concern
+ * exists, so a pointer's owner sees the values that matter for it (a stale
+ * read by anyone else cannot concern its pointer). They are plain objects,
+ * not _Atomic, so the compiler folds the fast path's reads into its
+ * instructions: free is mov, sub mem, cmp mem, jb, jmp (5 instructions).
  */
 extern RT_HIDDEN uintptr_t rt_range_base;
 extern RT_HIDDEN size_t rt_range_size;
-extern RT_HIDDEN bool rt_set_used;
 extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
@@ -106,15 +110,15 @@ bool rt_sample_begin(size_t n, ap_sample_info *info);
 /* Record p (NULL: the allocation failed, nothing recorded); clears the guard. */
 void rt_sample_end(void *p, const ap_sample_info *info);
 
-static inline bool rt_in_range(const void *p)
+static inline bool rt_maybe_ours(const void *p)
 {
 	return (uintptr_t)p - rt_range_base < rt_range_size;
 }
 
-static inline bool rt_in_set(const void *p)
-{
-	return rt_set_used && set_contains(&rt_set, p);
-}
+enum rt_owner { RT_OWNER_NONE = 0, RT_OWNER_RANGE, RT_OWNER_SET };
+/* Behind rt_maybe_ours: whose is p? A range block (pool or region), a
+ * sampled-set entry, or the allocator underneath's alone. */
+enum rt_owner rt_classify(const void *p);
 
 /*
  * Threads sampling at a rate of at least this many bytes get their sampled
@@ -125,11 +129,12 @@ static inline bool rt_in_set(const void *p)
 
 /*
  * Between rt_sample_begin and rt_sample_end: a block of n bytes aligned to
- * `align` (a power of two; 0 = page) from the region, zeroed, or NULL when
- * the region does not serve it (thread rate below RT_REGION_MIN_RATE, no
- * region, exhausted): the caller then allocates from the real allocator.
+ * `align` (a power of two; 0 = page) from the region, its first n bytes
+ * zero if `zero`, or NULL when the region does not serve it (thread rate
+ * below RT_REGION_MIN_RATE, no region, exhausted): the caller then
+ * allocates from the real allocator.
  */
-void *rt_region_alloc(size_t n, size_t align);
+void *rt_region_alloc(size_t n, size_t align, bool zero);
 /*
  * Between rt_sample_begin and rt_sample_end, for realloc(p, n) of a block
  * p of the real allocator: move it into a region block (copying
@@ -137,15 +142,13 @@ void *rt_region_alloc(size_t n, size_t align);
  * the allocator underneath cannot report p's size): p is then untouched.
  */
 void *rt_region_move(void *p, size_t n);
-/* p is in the range: the slow paths of free, realloc, usable_size. */
-void rt_free_range(void *p);
+/* free(p) behind rt_maybe_ours: classify p and free it accordingly. */
+void rt_free_slow(void *p);
+/* realloc and malloc_usable_size of a range block (RT_OWNER_RANGE). */
 void *rt_realloc_range(void *p, size_t n);
 size_t rt_usable_range(void *p);
-
-/* p is in the sampled set: the slow paths of free, realloc, usable_size. */
-void rt_free_sampled(void *p);
+/* realloc of a sampled-set entry (RT_OWNER_SET). */
 void *rt_realloc_sampled(void *p, size_t n);
-size_t rt_usable_sampled(void *p);
 
 
 /* dumper.c: triggers and the dumper thread. */

@@ -36,7 +36,7 @@ AP_TEST(init_reserves_and_keeps_the_prefix)
 	memset((void *)r.base, 0x5a, 4 * page());
 	/* ... and is never handed out, nor a block to free. */
 	size_t usable = 0;
-	void *p = region_alloc(&r, 1, 0, &usable);
+	void *p = region_alloc(&r, 1, 0, false, &usable);
 	AP_CHECK(p != NULL);
 	AP_CHECK((uintptr_t)p >= r.base + 4 * page());
 	AP_CHECK(!region_free(&r, (void *)r.base, NULL));
@@ -49,7 +49,7 @@ AP_TEST(bad_init_arguments_are_refused)
 	region r;
 	AP_CHECK_EQ_INT(region_init(&r, MIB, 2 * MIB, 0), AP_EINVAL); /* want < min */
 	AP_CHECK_EQ_U64(r.size, 0);
-	AP_CHECK(region_alloc(&r, 10, 0, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 10, 0, false, NULL) == NULL);
 	AP_CHECK(!region_free(&r, (void *)16, NULL));
 	region_destroy(&r);
 	AP_CHECK_EQ_INT(region_init(&r, MIB, MIB, MIB), AP_EINVAL); /* prefix fills it */
@@ -68,7 +68,7 @@ AP_TEST(refused_reservation_falls_back_to_smaller_sizes)
 	AP_CHECK_EQ_INT(region_init(&r, (size_t)1 << 62, 64 * MIB, 0), 0);
 	AP_CHECK(r.size < ((size_t)1 << 47));
 	AP_CHECK(r.size >= 64 * MIB);
-	void *p = region_alloc(&r, 100, 0, NULL);
+	void *p = region_alloc(&r, 100, 0, false, NULL);
 	AP_CHECK(p != NULL);
 	AP_CHECK(region_free(&r, p, NULL));
 	region_destroy(&r);
@@ -83,7 +83,7 @@ AP_TEST(blocks_are_page_rounded_zero_and_writable)
 	void *blocks[sizeof sizes / sizeof sizes[0]];
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 		size_t usable = 0;
-		unsigned char *p = region_alloc(&r, sizes[i], 0, &usable);
+		unsigned char *p = region_alloc(&r, sizes[i], 0, false, &usable);
 		AP_CHECK(p != NULL);
 		AP_CHECK_EQ_U64((uintptr_t)p % ps, 0);
 		AP_CHECK_EQ_U64(usable, (sizes[i] + ps - 1) / ps * ps);
@@ -104,41 +104,91 @@ AP_TEST(blocks_are_page_rounded_zero_and_writable)
 	region_destroy(&r);
 }
 
-AP_TEST(freed_runs_are_reused_zeroed)
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		if (p[j])
+			return false;
+	return true;
+}
+
+AP_TEST(freed_runs_are_reused_warm_and_zeroed_on_request)
 {
 	region r;
 	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
 	size_t ps = page();
-	unsigned char *p = region_alloc(&r, 3 * ps, 0, NULL);
+	AP_CHECK_EQ_U64(r.cache_limit, REGION_CACHE_BYTES / ps);
+	unsigned char *p = region_alloc(&r, 3 * ps, 0, false, NULL);
 	AP_CHECK(p != NULL);
 	memset(p, 0xff, 3 * ps);
 	size_t bump = r.bump;
 	AP_CHECK(region_free(&r, p, NULL));
+	AP_CHECK_EQ_U64(r.cached, 3); /* kept committed, within the budget */
 	AP_CHECK(!region_get(&r, p, NULL, NULL));
 	AP_CHECK(!region_free(&r, p, NULL)); /* double free: refused */
-	/* Same class (3 pages): the same run comes back, zero (calloc relies
-	 * on it), without moving the bump pointer. */
-	unsigned char *q = region_alloc(&r, 2 * ps + 1, 0, NULL);
+	/* Same class (3 pages): the same run comes back, warm (its old data
+	 * may remain), without moving the bump pointer. */
+	unsigned char *q = region_alloc(&r, 2 * ps + 1, 0, false, NULL);
 	AP_CHECK(q == p);
 	AP_CHECK_EQ_U64(r.bump, bump);
-	for (size_t j = 0; j < 3 * ps; j++)
-		AP_CHECK_MSG(q[j] == 0, "byte %zu of a reused run is %u", j, q[j]);
-	/* A different class does not take it. */
-	unsigned char *s = region_alloc(&r, ps, 0, NULL);
-	AP_CHECK(s != NULL && s != p);
+	AP_CHECK_EQ_U64(r.cached, 0);
+	AP_CHECK(q[0] == 0xff); /* not given back: no system call was made */
 	AP_CHECK(region_free(&r, q, NULL));
+	/* With zero (calloc) it is zero up to the requested size. */
+	q = region_alloc(&r, 2 * ps + 1, 0, true, NULL);
+	AP_CHECK(q == p);
+	AP_CHECK(all_zero(q, 2 * ps + 1));
+	memset(q, 0xff, 3 * ps);
+	AP_CHECK(region_free(&r, q, NULL));
+	/* A different class does not take it. */
+	unsigned char *s = region_alloc(&r, ps, 0, false, NULL);
+	AP_CHECK(s != NULL && s != p);
 	AP_CHECK(region_free(&r, s, NULL));
+	/* Past the budget pages are given back: a reused run reads zero even
+	 * without asking (MADV_DONTNEED on private anonymous memory). */
+	r.cache_limit = 0;
+	q = region_alloc(&r, 3 * ps, 0, false, NULL); /* the cached run */
+	AP_CHECK(q == p);
+	memset(q, 0xee, 3 * ps);
+	AP_CHECK(region_free(&r, q, NULL));
+	AP_CHECK_EQ_U64(r.cached, 1); /* only s's page, cached earlier */
+	q = region_alloc(&r, 3 * ps, 0, false, NULL);
+	AP_CHECK(q == p);
+	AP_CHECK_MSG(all_zero(q, 3 * ps), "a run given back came back dirty");
+	AP_CHECK(region_free(&r, q, NULL));
 	/* Power-of-two classes: 17..32 pages share one; a 20-page block can
-	 * reuse the run of a 30-page one, committing only 20 pages. */
-	unsigned char *big = region_alloc(&r, 30 * ps, 0, NULL);
+	 * reuse the run of a 30-page one, given back (budget 0): 20 pages. */
+	unsigned char *big = region_alloc(&r, 30 * ps, 0, false, NULL);
 	AP_CHECK(big != NULL);
 	AP_CHECK(region_free(&r, big, NULL));
 	size_t usable = 0;
-	unsigned char *b2 = region_alloc(&r, 20 * ps, 0, &usable);
+	unsigned char *b2 = region_alloc(&r, 20 * ps, 0, false, &usable);
 	AP_CHECK(b2 == big);
 	AP_CHECK_EQ_U64(usable, 20 * ps);
 	AP_CHECK_EQ_U64(r.committed, 20);
 	AP_CHECK(region_free(&r, b2, NULL));
+	/* ... and when cached, the block takes the whole cached part. */
+	r.cache_limit = 64;
+	b2 = region_alloc(&r, 30 * ps, 0, false, NULL);
+	AP_CHECK(b2 == big);
+	AP_CHECK(region_free(&r, b2, NULL));
+	b2 = region_alloc(&r, 20 * ps, 0, true, &usable);
+	AP_CHECK(b2 == big);
+	AP_CHECK_EQ_U64(usable, 30 * ps);
+	AP_CHECK(all_zero(b2, 20 * ps));
+	AP_CHECK(region_free(&r, b2, NULL));
+	/* A cached run needed at an aligned offset is given back first. */
+	r.cache_limit = 1024;
+	unsigned char *a = region_alloc(&r, 40 * ps, 0, false, NULL);
+	AP_CHECK(a != NULL);
+	memset(a, 0x77, 40 * ps);
+	AP_CHECK(region_free(&r, a, NULL));
+	size_t al = 64 * ps;
+	unsigned char *a2 = region_alloc(&r, 2 * ps, al, true, &usable);
+	AP_CHECK(a2 != NULL);
+	AP_CHECK_EQ_U64((uintptr_t)a2 % al, 0);
+	AP_CHECK(all_zero(a2, usable));
+	AP_CHECK(region_free(&r, a2, NULL));
 	region_destroy(&r);
 }
 
@@ -146,8 +196,8 @@ AP_TEST(records_live_in_the_side_table)
 {
 	region r;
 	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
-	void *p = region_alloc(&r, 100, 0, NULL);
-	void *q = region_alloc(&r, 100, 0, NULL);
+	void *p = region_alloc(&r, 100, 0, false, NULL);
+	void *q = region_alloc(&r, 100, 0, false, NULL);
 	AP_CHECK(p && q);
 	sample_rec rec = { .site = NULL, .weight = 2.5, .u = 7, .usable = 4096, .t_ns = 99 };
 	AP_CHECK(region_set_rec(&r, p, &rec));
@@ -176,7 +226,7 @@ AP_TEST(alignment_above_the_page_is_honoured)
 	size_t ps = page();
 	for (size_t align = 16; align <= 4 * MIB; align <<= 1) {
 		size_t usable = 0;
-		unsigned char *p = region_alloc(&r, 1000, align, &usable);
+		unsigned char *p = region_alloc(&r, 1000, align, false, &usable);
 		AP_CHECK_MSG(p != NULL, "align %zu", align);
 		AP_CHECK_MSG((uintptr_t)p % align == 0, "align %zu: %p", align, (void *)p);
 		AP_CHECK_EQ_U64(usable, ps);
@@ -186,12 +236,12 @@ AP_TEST(alignment_above_the_page_is_honoured)
 		AP_CHECK(region_free(&r, p, NULL));
 	}
 	/* Not a power of two: refused (the caller asks the real allocator). */
-	AP_CHECK(region_alloc(&r, 10, 3 * ps, NULL) == NULL);
-	AP_CHECK(region_alloc(&r, 10, 48, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 10, 3 * ps, false, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 10, 48, false, NULL) == NULL);
 	/* Larger than the range itself. */
-	AP_CHECK(region_alloc(&r, 10, (size_t)1 << 40, NULL) == NULL);
-	AP_CHECK(region_alloc(&r, SIZE_MAX, 0, NULL) == NULL);
-	AP_CHECK(region_alloc(&r, SIZE_MAX - 5, 1, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 10, (size_t)1 << 40, false, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, SIZE_MAX, 0, false, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, SIZE_MAX - 5, 1, false, NULL) == NULL);
 	AP_CHECK_EQ_U64(r.live, 0);
 	region_destroy(&r);
 }
@@ -204,7 +254,7 @@ AP_TEST(exhaustion_refuses_and_frees_make_room_again)
 	void *blocks[4096];
 	AP_CHECK(n <= 4096);
 	for (;;) {
-		void *p = region_alloc(&r, ps, 0, NULL);
+		void *p = region_alloc(&r, ps, 0, false, NULL);
 		if (!p)
 			break;
 		blocks[got++] = p;
@@ -212,14 +262,14 @@ AP_TEST(exhaustion_refuses_and_frees_make_room_again)
 	}
 	AP_CHECK_EQ_U64(got, n); /* every page served, then a refusal */
 	AP_CHECK(r.refused >= 1);
-	AP_CHECK(region_alloc(&r, 1, 0, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 1, 0, false, NULL) == NULL);
 	/* A run too large for what is left is refused at once. */
-	AP_CHECK(region_alloc(&r, 8 * MIB, 0, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 8 * MIB, 0, false, NULL) == NULL);
 	AP_CHECK(region_free(&r, blocks[got / 2], NULL));
-	void *again = region_alloc(&r, 10, 0, NULL);
+	void *again = region_alloc(&r, 10, 0, false, NULL);
 	AP_CHECK(again == blocks[got / 2]);
 	/* A 2-page request has no free run of its class and no fresh pages. */
-	AP_CHECK(region_alloc(&r, ps + 1, 0, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, ps + 1, 0, false, NULL) == NULL);
 	for (size_t i = 0; i < got; i++)
 		AP_CHECK(region_free(&r, blocks[i], NULL));
 	region_destroy(&r);
@@ -231,22 +281,30 @@ AP_TEST(a_failed_commit_gives_the_run_back)
 	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
 	size_t bump = r.bump;
 	r.fail_commit = 1;
-	AP_CHECK(region_alloc(&r, 100, 0, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 100, 0, false, NULL) == NULL);
 	AP_CHECK_EQ_U64(r.bump, bump); /* fresh run returned to the bump */
 	AP_CHECK_EQ_U64(r.live, 0);
-	void *p = region_alloc(&r, 100, 0, NULL);
+	void *p = region_alloc(&r, 100, 0, false, NULL);
 	AP_CHECK(p != NULL);
 	AP_CHECK(region_free(&r, p, NULL));
-	/* A reused run whose commit fails goes back on its free list. */
+	AP_CHECK_EQ_U64(r.cached, 1);
+	/* A cached run needs no commit: the hook is not reached. */
 	r.fail_commit = 1;
-	AP_CHECK(region_alloc(&r, 100, 0, NULL) == NULL);
-	AP_CHECK(region_alloc(&r, 100, 0, NULL) == p);
+	p = region_alloc(&r, 100, 0, false, NULL);
+	AP_CHECK(p != NULL);
+	AP_CHECK_EQ_U64(r.fail_commit, 1);
+	r.cache_limit = 0;
+	AP_CHECK(region_free(&r, p, NULL));
+	AP_CHECK_EQ_U64(r.cached, 0);
+	/* A reused run whose commit fails goes back on its free list. */
+	AP_CHECK(region_alloc(&r, 100, 0, false, NULL) == NULL);
+	AP_CHECK(region_alloc(&r, 100, 0, false, NULL) == p);
 	AP_CHECK(region_free(&r, p, NULL));
 	region_destroy(&r);
 }
 
-/* 4 threads allocate, fill, check and free blocks of varied sizes and
- * alignments at once; each verifies its own blocks keep their contents, so
+/* 4 threads allocate (half of them zeroed), fill, check and free blocks
+ * of varied sizes and alignments at once; each verifies its own blocks keep their contents, so
  * an overlap between threads' runs would show as a corrupted byte. */
 #define THREADS 4
 #define ROUNDS 400
@@ -281,12 +339,13 @@ static void *worker(void *vp)
 		size_t n = 1 + (size_t)((x >> 20) % (40 * ps));
 		size_t align = (x >> 40) & 1 ? (size_t)1 << (12 + (x >> 41) % 6) : 0;
 		size_t usable = 0;
-		unsigned char *p = region_alloc(a->r, n, align, &usable);
+		bool zero = (x >> 50) & 1;
+		unsigned char *p = region_alloc(a->r, n, align, zero, &usable);
 		if (!p || usable < n || (align && (uintptr_t)p % align)) {
 			a->errors++;
 			continue;
 		}
-		for (size_t j = 0; j < n; j += 97)
+		for (size_t j = 0; zero && j < n; j += 97)
 			if (p[j] != 0)
 				a->errors++;
 		memset(p, (unsigned char)(a->id * 31 + k), n);

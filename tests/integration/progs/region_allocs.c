@@ -7,11 +7,16 @@
  * realloc, usable size >= requested, EINVAL for bad alignments -- across
  * threads and a fork, and prints one line:
  *
- *   blocks N paged M errors E
+ *   blocks N signed S paged M errors E
  *
- * N blocks checked, M of them with the region's signature (page-aligned
- * pointer, usable size exactly the size rounded up to pages, which glibc
- * never gives a 1 MiB block: its mmapped chunks keep a 16-byte header).
+ * N blocks checked; S of them from entry points where the region's
+ * signature is distinctive, M of those S with it: a page-aligned pointer
+ * and a usable size that is a whole number of pages, which glibc never
+ * gives for malloc, calloc, realloc, valloc, pvalloc or alignments below
+ * the page (its usable sizes are 8 mod 16 in the heap, a page minus 16 mod
+ * the page size for mmapped chunks with their 16-byte header). glibc's
+ * mmapped blocks aligned to a page or more can look paged, so those are
+ * not signed.
  * The caller compares M with and without the runtime. Exit status 1 if any
  * check failed.
  */
@@ -36,10 +41,10 @@ int main(void);
 static size_t page;
 
 struct tally {
-	unsigned long blocks, paged, errors;
+	unsigned long blocks, signed_, paged, errors;
 };
 
-static void note(struct tally *t, void *p, size_t n)
+static void note_sig(struct tally *t, void *p, size_t n, int sig)
 {
 	if (!p) {
 		t->errors++;
@@ -52,8 +57,16 @@ static void note(struct tally *t, void *p, size_t n)
 		fprintf(stderr, "usable %zu < requested %zu\n", u, n);
 	}
 	t->blocks++;
-	if ((uintptr_t)p % page == 0 && u == (n + page - 1) / page * page)
+	if (!sig)
+		return;
+	t->signed_++;
+	if ((uintptr_t)p % page == 0 && u % page == 0)
 		t->paged++;
+}
+
+static void note(struct tally *t, void *p, size_t n)
+{
+	note_sig(t, p, n, 1);
 }
 
 static void fill(unsigned char *p, size_t n, unsigned char seed)
@@ -89,7 +102,7 @@ static void aligned(struct tally *t, const char *fn, void *p, size_t al, size_t 
 		t->errors++;
 		fprintf(stderr, "%s(%zu, %zu): %p\n", fn, al, n, p);
 	}
-	note(t, p, n);
+	note_sig(t, p, n, al < page);
 	free(p);
 }
 
@@ -200,6 +213,7 @@ int main(void)
 	for (int i = 0; i < THREADS; i++) {
 		pthread_join(th[i], NULL);
 		t.blocks += tt[i].blocks;
+		t.signed_ += tt[i].signed_;
 		t.paged += tt[i].paged;
 		t.errors += tt[i].errors;
 	}
@@ -247,6 +261,7 @@ int main(void)
 		}
 		free(kept[i]);
 	}
-	printf("blocks %lu paged %lu errors %lu\n", t.blocks, t.paged, t.errors);
+	printf("blocks %lu signed %lu paged %lu errors %lu\n", t.blocks, t.signed_, t.paged,
+	       t.errors);
 	return t.errors ? 1 : 0;
 }
