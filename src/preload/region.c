@@ -95,6 +95,20 @@ void region_destroy(region *r)
 	memset(r, 0, sizeof *r);
 }
 
+void region_retire(region *r)
+{
+	if (!r->size)
+		return;
+	size_t keep = r->prefix_pages << r->page_shift;
+	munmap((void *)(r->base + keep), r->size - keep);
+	munmap(r->slots, r->slots_len);
+	r->slots = NULL;
+	r->slots_len = 0;
+	r->size = 0;
+	r->npages = 0;
+	r->bump = 0;
+}
+
 /* Make `pages` pages from page index `first` accessible; test hook aside,
  * mprotect fails only with ENOMEM (the kernel's mapping count limit). */
 static bool commit(region *r, size_t first, size_t pages)

@@ -95,6 +95,10 @@ typedef struct region {
 int region_init(region *r, size_t want, size_t min, size_t prefix);
 /* Unmap everything (tests; the runtime keeps its range for life). */
 void region_destroy(region *r);
+/* Keep only the prefix: unmap the rest and the side table; from then on the
+ * region refuses every allocation and contains nothing (size 0). The
+ * prefix stays mapped at base. Only before any block was handed out. */
+void region_retire(region *r);
 
 /* Is p inside the range (prefix included)? */
 static inline bool region_contains(const region *r, const void *p)

@@ -396,6 +396,12 @@ static bool do_init(void)
 	reserve_range();
 	rt_options_default(&rt.opt);
 	rt_options_parse(&rt.opt, getenv("ALLOCPROF_OPTIONS"), option_error, NULL);
+	if (!rt.opt.range && rt_region.size) {
+		/* range=0: keep the pool's pages (parsing may have used them),
+		 * give the rest back; design 1 serves every sample. */
+		region_retire(&rt_region);
+		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
+	}
 	if (rt.opt.help) {
 		size_t n;
 		const ap_option_spec *sp = rt_option_specs(&n);

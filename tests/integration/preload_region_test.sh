@@ -12,6 +12,7 @@
 #    escaping sampling are below 1e-13), no errors, a readable profile;
 #  - runtime at rate=1 (below the range's threshold: design 1 serves
 #    samples from glibc): 0 such blocks, no errors;
+#  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks;
 #  - runtime on jemalloc, tcmalloc, mimalloc (if installed) at 16384: no
 #    errors (their large blocks can look paged, so only errors are checked).
 # AP_TEST_PRELOAD: needs the runtime.
@@ -52,6 +53,12 @@ read -r b3 s3 p3 e3 <"$TMP/rate1.counts"
 [ "$s3" = "$signed" ] || fail "rate1: $s3 signed blocks, $signed without the runtime"
 [ "$p3" = 0 ] || fail "rate1: $p3 blocks came from the range below its threshold rate"
 check_profiles rate1 "$TMP/rate1"
+
+run range0 "$LIB" "seed=3,rate=16384,range=0"
+read -r b4 s4 p4 e4 <"$TMP/range0.counts"
+[ "$s4" = "$signed" ] || fail "range0: $s4 signed blocks, $signed without the runtime"
+[ "$p4" = 0 ] || fail "range0: $p4 blocks came from the range with range=0"
+check_profiles range0 "$TMP/range0"
 
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")

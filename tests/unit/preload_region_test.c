@@ -44,6 +44,28 @@ AP_TEST(init_reserves_and_keeps_the_prefix)
 	region_destroy(&r);
 }
 
+AP_TEST(retiring_keeps_only_the_prefix)
+{
+	region r;
+	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 2 * page()), 0);
+	uintptr_t base = r.base;
+	region_retire(&r);
+	AP_CHECK_EQ_U64(r.size, 0);
+	AP_CHECK_EQ_U64(r.base, base);
+	AP_CHECK(!region_contains(&r, (void *)base));
+	memset((void *)base, 1, 2 * page()); /* the prefix is still mapped */
+	AP_CHECK(region_alloc(&r, 10, 0, false, NULL) == NULL);
+	AP_CHECK(!region_free(&r, (void *)(base + 4 * page()), NULL));
+	/* The rest is unmapped: the address space can be mapped again. */
+	void *m = mmap((void *)(base + 4 * page()), page(), PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	AP_CHECK(m == (void *)(base + 4 * page()));
+	munmap(m, page());
+	region_retire(&r); /* again: nothing to do */
+	munmap((void *)base, 2 * page());
+	region_destroy(&r);
+}
+
 AP_TEST(bad_init_arguments_are_refused)
 {
 	region r;
