@@ -77,6 +77,7 @@ int region_init(region *r, size_t want, size_t min, size_t prefix)
 		r->npages = npages;
 		r->prefix_pages = prefix_len >> r->page_shift;
 		r->bump = r->prefix_pages;
+		r->rw_pages = r->prefix_pages;
 		r->cache_limit = REGION_CACHE_BYTES >> r->page_shift;
 		r->slots = s;
 		r->slots_len = slen;
@@ -109,22 +110,34 @@ void region_retire(region *r)
 	r->bump = 0;
 }
 
-/* Make `pages` pages from page index `first` accessible; test hook aside,
- * mprotect fails only with ENOMEM (the kernel's mapping count limit). */
-static bool commit(region *r, size_t first, size_t pages)
+/* Make pages up to index `end` accessible: the high-water mark moves up
+ * by at least REGION_RW_STEP pages at a time, so most fresh runs need no
+ * system call and the accessible part stays one mapping. Test hook aside,
+ * mprotect fails only with ENOMEM (commit limit under overcommit_memory=2,
+ * or the kernel's mapping count). */
+static bool commit_to(region *r, size_t end)
 {
+	if (end <= r->rw_pages)
+		return true;
 	if (r->fail_commit && --r->fail_commit == 0)
 		return false;
-	void *at = (void *)(r->base + (first << r->page_shift));
-	return mprotect(at, pages << r->page_shift, PROT_READ | PROT_WRITE) == 0;
+	size_t to = r->rw_pages + REGION_RW_STEP;
+	if (to < end)
+		to = end;
+	if (to > r->npages)
+		to = r->npages;
+	void *at = (void *)(r->base + (r->rw_pages << r->page_shift));
+	if (mprotect(at, (to - r->rw_pages) << r->page_shift, PROT_READ | PROT_WRITE) != 0)
+		return false;
+	r->rw_pages = to;
+	return true;
 }
 
-/* Give pages back: DONTNEED drops them (the next commit reads zeros). */
+/* Give pages back: DONTNEED drops them, and they read as zero next time. */
 static void decommit(region *r, size_t first, size_t pages)
 {
 	void *at = (void *)(r->base + (first << r->page_shift));
 	madvise(at, pages << r->page_shift, MADV_DONTNEED);
-	mprotect(at, pages << r->page_shift, PROT_NONE);
 }
 
 /* Put the run at page `first` on class c's free list, `cached` of its
@@ -183,7 +196,7 @@ void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 		cached = 0;
 	}
 	size_t at = first + off;
-	if (cached < need && !commit(r, at + cached, need - cached)) {
+	if (fresh && !commit_to(r, first + run_pages)) {
 		if (fresh && r->bump == first + run_pages)
 			r->bump = first; /* give the run back to the bump pointer */
 		else

@@ -7,20 +7,24 @@
  * pointers inside the range take the slow path. The range is reserved once
  * with mmap(PROT_NONE, MAP_NORESERVE): it costs address space, not memory.
  *
- * Blocks are page-granular runs. A block of n bytes (aligned to `align`)
- * gets ceil(n / page) pages made readable and writable with mprotect; an
- * alignment above the page size over-reserves align/page - 1 pages and puts
- * the block at the first aligned page of the run. A freed block's run goes on
- * a free list by run length. Up to cache_limit pages of freed runs stay
- * committed, so a program that keeps allocating and freeing sampled blocks
- * reuses warm pages without a system call or a page fault; a run beyond
- * that budget gives its pages back with madvise(MADV_DONTNEED) (anonymous
- * private pages then read as zero) and mprotect(PROT_NONE). Fresh and given
- * back pages are zero; a cached run is zeroed only when the caller asks
- * (calloc). Free lists are by run length:
+ * Blocks are page-granular runs: a block of n bytes (aligned to `align`)
+ * uses ceil(n / page) pages; an alignment above the page size
+ * over-reserves align/page - 1 pages and puts the block at the first aligned
+ * page of the run. The range is readable and writable below a high-water
+ * mark that mprotect raises REGION_RW_STEP pages (1 MiB) or more at a time
+ * as fresh runs need it, and never lowers: the used part stays a single
+ * mapping (no vm.max_map_count trouble, one system call per MiB of fresh
+ * runs, none on reuse), and the rest of the reservation costs no memory and
+ * is absent from core dumps. A freed block's run goes on a free list by run
+ * length. Up to cache_limit pages of freed runs keep their pages, so a
+ * program that keeps allocating and freeing sampled blocks reuses warm
+ * pages without a system call or a page fault; a run beyond that budget
+ * gives its pages back with madvise(MADV_DONTNEED) (private anonymous pages
+ * then read as zero). Fresh and given-back pages are zero; a cached run is
+ * zeroed only when the caller asks (calloc). Free lists are by run length:
  * exact page counts up to REGION_EXACT pages, powers of two above (a run of
- * that class is reserved whole, but only the pages the block needs are
- * committed, so the rounding costs address space only). Fresh runs come
+ * that class is reserved whole, but only the pages the block touches are
+ * ever backed, so the rounding costs address space only). Fresh runs come
  * from a bump pointer. When neither has a run, region_alloc fails and the
  * caller serves the block elsewhere (design 1): the range never makes an
  * allocation fail.
@@ -49,8 +53,14 @@
 
 #define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
 #define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
-/* Freed pages kept committed for reuse (region_init's default budget). */
-#define REGION_CACHE_BYTES ((size_t)4 << 20)
+/* Freed pages kept (not given back) for reuse: region_init's default
+ * budget. A cap, not a reservation: only pages of freed sampled blocks are
+ * kept. With 4 MiB, bench/malloc_workload_bench mixed over jemalloc gave
+ * back and refaulted a run on ~10% of sampled frees (its 8-512 KiB blocks
+ * spread over many classes); with 16 MiB on none, for 1.6 MiB more RSS. */
+#define REGION_CACHE_BYTES ((size_t)16 << 20)
+/* Pages the accessible part grows by at least (1 MiB at 4 KiB pages). */
+#define REGION_RW_STEP ((size_t)256)
 
 enum region_slot_state { REGION_SLOT_NONE = 0, REGION_SLOT_LIVE, REGION_SLOT_FREE };
 
@@ -58,8 +68,8 @@ typedef struct region_slot {
 	sample_rec rec;        /* the block's sample record (LIVE slots) */
 	uint32_t run_pages;    /* pages of the run (its class size) */
 	uint32_t off_pages;    /* pages from the run's start to the block */
-	uint32_t used_pages;   /* LIVE: pages committed for the block;
-				  FREE: pages left committed (cached) */
+	uint32_t used_pages;   /* LIVE: pages of the block;
+				  FREE: first pages kept, maybe dirty (cached) */
 	uint32_t next;         /* FREE: next free run's first page + 1, 0 = end */
 	uint8_t state;         /* enum region_slot_state */
 } region_slot;
@@ -75,13 +85,15 @@ typedef struct region {
 	size_t slots_len;      /* bytes mapped for slots */
 	pthread_mutex_t lock;
 	size_t bump;           /* first page never handed out */
+	size_t rw_pages;       /* pages below this index are accessible */
 	uint32_t heads[REGION_NCLASSES]; /* free runs: first page + 1 */
 	size_t live;           /* live blocks */
-	size_t committed;      /* pages committed for live blocks */
-	size_t cached;         /* pages committed in free runs */
+	size_t committed;      /* pages of live blocks */
+	size_t cached;         /* pages kept in free runs */
 	size_t cache_limit;    /* at most this many (REGION_CACHE_BYTES) */
 	uint64_t refused;      /* allocations that failed (exhausted etc.) */
-	uint32_t fail_commit;  /* test hook: the n-th next commit fails (1 = next) */
+	uint32_t fail_commit;  /* test hook: the n-th next raise of the
+				  high-water mark fails (1 = next) */
 } region;
 
 /*
@@ -112,7 +124,7 @@ static inline bool region_contains(const region *r, const void *p)
  * freed block's data); *usable gets its usable size (whole pages, at least
  * n rounded up: a reused cached run may be larger). NULL when
  * the range cannot serve it: no reservation, align not a power of two,
- * too large, range exhausted, or mprotect failed (e.g. vm.max_map_count).
+ * too large, range exhausted, or mprotect failed (commit limit).
  * The block's record is zero until region_set_rec.
  */
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable);
