@@ -555,10 +555,14 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 		if (table_record_alloc(&rt.table, pcs, depth, t->sampler.rate,
 				       info, usable, &rec, &after) == 0) {
 			rec.t_ns = monotonic_ns();
+			bool kept;
 			if (in_region) {
-				region_set_rec(&rt_region, p, &rec);
-				dumper_after_sample(&after);
-			} else if (set_mark_used(), set_insert(&rt_set, p, &rec) != 0) {
+				kept = region_set_rec(&rt_region, p, &rec);
+			} else {
+				set_mark_used();
+				kept = set_insert(&rt_set, p, &rec) == 0;
+			}
+			if (!kept) {
 				/* Untrackable: take it back out of the in-use view. */
 				rec.t_ns = UINT64_MAX;
 				table_record_free(&rt.table, &rec, 0);
