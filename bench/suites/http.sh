@@ -14,7 +14,8 @@
 #   http   the same with http=0 while a scraper fetches /metrics and
 #          /debug/pprof/heap once per second until the program exits.
 # Ratios are medians of the per-triple ratios of the timed loop (the
-# program's own clock). The endpoint's own cost per scrape is read from its
+# program's own clock). Then one more profiled run measures how long each
+# endpoint takes to answer (curl's total time) and reads the endpoint's own
 # allocprof_http_busy_seconds_total / allocprof_http_requests_total.
 set -euo pipefail
 build=$1 out=$2 quick=${3:-0}
@@ -25,9 +26,9 @@ lib=$build/liballocprof_preload.so
 command -v curl >/dev/null || { echo "http.sh: curl is required" >&2; exit 1; }
 
 if [ "$quick" = 1 ]; then
-  runs=5 ops=15000000
+  runs=5 ops=30000000
 else
-  runs=9 ops=40000000
+  runs=9 ops=120000000
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_http.XXXXXX")
 scraper=
@@ -91,6 +92,26 @@ for i in $(seq "$runs"); do
   done
 done
 
+# Response times: one more profiled run; 5 fetches of each endpoint while it
+# works, medians of curl's total time (connect to last byte, loopback).
+rm -f "$tmp/port"
+env -u LD_PRELOAD LD_PRELOAD="$lib" ALLOCPROF_OPTIONS="dump_at_exit=0,http=0,http_portfile=$tmp/port" \
+  "$bin" mixed "$ops" 1 >/dev/null 2>"$tmp/err" &
+rt_pid=$!
+for i in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+addr=$(cat "$tmp/port")
+sleep 1
+for i in 1 2 3 4 5; do
+  curl -s --max-time 10 -o /dev/null -w '%{time_total}\n' "http://$addr/metrics" >>"$tmp/t.metrics"
+  curl -s --max-time 10 -o "$tmp/heap.pb.gz" -w '%{time_total}\n' "http://$addr/debug/pprof/heap" >>"$tmp/t.heap"
+done
+curl -s --max-time 10 -o "$tmp/last.metrics" "http://$addr/metrics"
+kill "$rt_pid" 2>/dev/null || true
+wait "$rt_pid" 2>/dev/null || true
+ms_metrics=$(awk '{ printf "%.2f\n", $1 * 1000 }' "$tmp/t.metrics" | median)
+ms_heap=$(awk '{ printf "%.2f\n", $1 * 1000 }' "$tmp/t.heap" | median)
+heap_kib=$(( $(stat -c %s "$tmp/heap.pb.gz") / 1024 ))
+
 ratio() { # ratio A B: median over triples of A/B
   paste -d' ' "$tmp/$1" "$tmp/$2" | awk '{ printf "%.6f\n", $1 / $2 }' | median
 }
@@ -101,6 +122,7 @@ m_base=$(median <"$tmp/base")
 m_prof=$(median <"$tmp/prof")
 m_http=$(median <"$tmp/http")
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/last.metrics" 2>/dev/null; }
+sites=$(metric allocprof_sites)
 reqs=$(metric allocprof_http_requests_total)
 busy=$(metric allocprof_http_busy_seconds_total)
 busy=$(awk -v b="${busy:-0}" 'BEGIN { printf "%.3f", b }')
@@ -111,7 +133,8 @@ cat >"$out/http.json" <<EOF
  "loop_seconds_median":{"base":$m_base,"prof":$m_prof,"http":$m_http},
  "ratio_http_over_prof":$r_http_prof,"ratio_http_over_base":$r_http_base,
  "ratio_prof_over_base":$r_prof_base,
- "last_run":{"requests":${reqs:-0},"busy_seconds":${busy:-0},"ms_per_request":"$per_req_ms"}}
+ "response_ms_median":{"metrics":$ms_metrics,"heap":$ms_heap},"heap_kib":$heap_kib,
+ "sites":${sites:-0},"busy_ms_per_request":"$per_req_ms"}
 EOF
 
 cat <<EOF
@@ -129,7 +152,10 @@ requests, so its cost is the responses it builds.
 | runtime, default rate | $m_prof | $r_prof_base vs plain |
 | runtime + endpoint, scraped every second | $m_http | $r_http_prof vs runtime, $r_http_base vs plain |
 
-Endpoint work in the last scraped run: ${reqs:-0} requests answered in
-${busy:-0} s of response building (${per_req_ms} ms per request, profile
-and metrics alike).
+Time to answer while the workload runs (median of 5, loopback, curl's total):
+\`/metrics\` ${ms_metrics} ms, \`/debug/pprof/heap\` ${ms_heap} ms (${heap_kib} KiB
+gzip'd, ${sites:-0} sites: the bench's many distinct sizes make one site
+each; the profile is built exactly as a dump file is). The endpoint
+counted ${busy:-0} s of response building for ${reqs:-0} requests
+(${per_req_ms} ms each on average).
 EOF
