@@ -37,6 +37,7 @@
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
 
 #define DRAIN_MS 1000
+#define ACCEPT_PAUSE_MS 100
 
 typedef struct conn {
 	int fd;
@@ -57,6 +58,7 @@ struct http_server {
 	atomic_bool stop;
 	conn conns[HTTP_MAX_CONNS];
 	uint64_t requests, busy_ns; /* touched only by the server thread */
+	uint64_t accept_pause_until; /* out of descriptors: stop accepting */
 };
 
 static uint64_t mono_ns(void)
@@ -521,8 +523,15 @@ static void accept_all(http_server *s)
 {
 	for (int k = 0; k < HTTP_MAX_CONNS; k++) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN, or a client that reset before accept */
+		if (fd < 0) {
+			/* Out of descriptors or memory, the pending connection stays
+			 * and the socket stays readable: pause accepting rather than
+			 * spin. EAGAIN and clients gone before accept just return. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				s->accept_pause_until = mono_ns() + ACCEPT_PAUSE_MS * 1000000ULL;
+			return;
+		}
 		conn *c = NULL;
 		for (int i = 0; i < HTTP_MAX_CONNS && !c; i++)
 			if (s->conns[i].state == C_FREE)
@@ -558,7 +567,7 @@ static void expire(http_server *s, uint64_t now)
 
 static int poll_timeout(const http_server *s, uint64_t now)
 {
-	uint64_t first = UINT64_MAX;
+	uint64_t first = s->accept_pause_until > now ? s->accept_pause_until : UINT64_MAX;
 	for (int i = 0; i < HTTP_MAX_CONNS; i++)
 		if (s->conns[i].state != C_FREE && s->conns[i].deadline_ns < first)
 			first = s->conns[i].deadline_ns;
@@ -577,7 +586,8 @@ static void *server_main(void *arg)
 	while (!atomic_load(&s->stop)) {
 		int n = 0;
 		pf[n++] = (struct pollfd){ .fd = s->wake_r, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		bool paused = s->accept_pause_until > mono_ns();
+		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = paused ? 0 : POLLIN };
 		for (int i = 0; i < HTTP_MAX_CONNS; i++) {
 			conn *c = &s->conns[i];
 			if (c->state == C_FREE)

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -451,4 +452,44 @@ AP_TEST(symbol_service_names_dynamic_symbols_and_bounds_bodies)
 	AP_CHECK_EQ_INT(R.status, 405);
 	AP_CHECK(strstr(R.head, "Allow: GET, HEAD, POST"));
 	http_server_stop(f.s);
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+AP_TEST(out_of_descriptors_pauses_accepting_instead_of_spinning)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	struct rlimit old, low;
+	AP_CHECK_EQ_INT(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* Room for exactly one more descriptor: the client's socket. */
+	int probe = dup(0);
+	AP_CHECK(probe >= 0);
+	close(probe);
+	low = old;
+	low.rlim_cur = (rlim_t)probe + 1;
+	AP_CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+	int fd = dial(f.port);
+	double c0 = cpu_s();
+	usleep(500000);
+	double used = cpu_s() - c0;
+	setrlimit(RLIMIT_NOFILE, &old);
+	AP_CHECK(fd >= 0);
+	/* A spinning accept loop would burn ~0.5 s of CPU here; paused
+	 * retries every 100 ms cost next to nothing. */
+	AP_CHECK_MSG(used < 0.1, "%.3f s of CPU while out of descriptors", used);
+	/* Once descriptors are back the waiting connection is served. */
+	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+	AP_CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+	char buf[64];
+	read_all(fd, buf, sizeof buf);
+	close(fd);
+	http_server_stop(f.s);
+	AP_CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
 }
