@@ -165,6 +165,27 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	else
 		echo "note: go not installed, go tool pprof not checked" >&2
 	fi
+	# The server's own work is never profiled: with rate=1 every allocation
+	# of the program is a sample, and while it idles a dozen scrapes and
+	# profile builds (zlib, dladdr, libc) add none.
+	ep_addr=$ADDR
+	start_prog idle rate=1 idle
+	idle_pid=$PID
+	sleep 0.3
+	fetch /metrics "$HTMP/idle1.txt" >/dev/null
+	for i in 1 2 3 4; do
+		fetch /debug/pprof/heap /dev/null >/dev/null
+		fetch /debug/pprof/allocs /dev/null >/dev/null
+		fetch /metrics /dev/null >/dev/null
+	done
+	fetch /metrics "$HTMP/idle2.txt" >/dev/null
+	n1=$(metric allocprof_sampled_allocations_total "$HTMP/idle1.txt")
+	n2=$(metric allocprof_sampled_allocations_total "$HTMP/idle2.txt")
+	[ -n "$n1" ] && [ "$n1" = "$n2" ] ||
+		fail "the endpoint's own allocations were sampled: $n1 -> $n2"
+	stop_prog idle "$idle_pid"
+	ADDR=$ep_addr
+
 	# A port already taken: one line on stderr, the program unharmed.
 	touch "$HTMP/taken.stop"
 	st=0
