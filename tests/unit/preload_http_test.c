@@ -8,6 +8,7 @@
  * this file is AP_TEST_THREADED so CI runs it under ThreadSanitizer.
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocprof/estimate.h"
 #include "allocprof/profile.h"
 #include "aptest.h"
 #include "http.h"
@@ -32,6 +34,23 @@ typedef struct fixture {
 	http_server *s;
 	uint16_t port;
 } fixture;
+
+/* Serve f's table on listen (an http= value) with period R. */
+static int start_on(fixture *f, const char *listen, uint64_t period)
+{
+	http_listen l;
+	char err[160];
+	if (http_parse_listen(listen, strlen(listen), &l, err, sizeof err) != 0)
+		return -1;
+	http_source src = { .table = &f->t, .a = &f->a, .period = period,
+			    .start_realtime_ns = 1, .with_mappings = false };
+	if (http_server_start(&l, &src, &f->s, err, sizeof err) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	f->port = http_server_port(f->s);
+	return 0;
+}
 
 /* Exact samples: 3 x 100 bytes at stack a (one freed), 1 x 5000 at b. */
 static int setup(fixture *f)
@@ -55,18 +74,7 @@ static int setup(fixture *f)
 	info.size = 5000;
 	if (table_record_alloc(&f->t, stack_b, 1, 1, &info, 5008, &rec, NULL) != 0)
 		return -1;
-	http_listen l;
-	char err[160];
-	if (http_parse_listen("0", 1, &l, err, sizeof err) != 0)
-		return -1;
-	http_source src = { .table = &f->t, .a = &f->a, .period = 1,
-			    .start_realtime_ns = 1, .with_mappings = false };
-	if (http_server_start(&l, &src, &f->s, err, sizeof err) != 0) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	f->port = http_server_port(f->s);
-	return 0;
+	return start_on(f, "0", 1);
 }
 
 static int dial(uint16_t port)
@@ -491,5 +499,95 @@ AP_TEST(out_of_descriptors_pauses_accepting_instead_of_spinning)
 	read_all(fd, buf, sizeof buf);
 	close(fd);
 	http_server_stop(f.s);
+	AP_CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+}
+
+/* The value of the sample line starting with key (name and labels) in the
+ * text exposition, or NaN. */
+static double text_metric(const char *text, const char *key)
+{
+	size_t k = strlen(key);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, key, k) == 0 && p[k] == ' ')
+			return strtod(p + k + 1, NULL);
+	return NAN;
+}
+
+AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
+{
+	/* Sampled (not exact) allocations at rate 1000 over two sites: the
+	 * endpoint must sum samples, u and variances over sites and apply
+	 * ap_bytes_interval / ap_objects_interval, the reports' rules. */
+	fixture f;
+	memset(&f, 0, sizeof f);
+	arena_init(&f.a);
+	AP_CHECK_EQ_INT(table_init(&f.t, &f.a), 0);
+	const double rate = 1000;
+	static const uint64_t sizes[] = { 100, 100, 700, 4000, 30 };
+	static const uint64_t offsets[] = { 10, 99, 0, 2500, 29 };
+	double bytes = 0, objects = 0, var_b = 0, var_o = 0, u = 0;
+	for (size_t i = 0; i < 5; i++) {
+		ap_sample_info in;
+		memset(&in, 0, sizeof in);
+		in.size = sizes[i];
+		in.offset = offsets[i];
+		in.count = 1;
+		in.prob = -expm1((double)sizes[i] * log1p(-1.0 / rate));
+		in.weight = 1.0 / in.prob;
+		sample_rec rec;
+		AP_CHECK_EQ_INT(table_record_alloc(&f.t, i % 2 ? stack_a : stack_b, i % 2 ? 2 : 1,
+						   (uint64_t)rate, &in, sizes[i], &rec, NULL), 0);
+		double w = in.weight, z = (double)sizes[i];
+		bytes += w * z;
+		objects += w;
+		var_b += (w * w - w) * z * z;
+		var_o += w * w - w;
+		u += (double)(sizes[i] - offsets[i]);
+	}
+	AP_CHECK_EQ_INT(start_on(&f, "0", (uint64_t)rate), 0);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	http_server_stop(f.s);
+	ap_interval ib, io;
+	AP_CHECK_EQ_INT(ap_bytes_interval(5, u, rate, bytes, var_b, 0.95, &ib, NULL), 0);
+	AP_CHECK_EQ_INT(ap_objects_interval(5, objects, var_o, 0.95, &io), 0);
+	const char *t = R.body;
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_total"), bytes, 1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_lower{level=\"0.95\"}"), ib.lo,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_upper{level=\"0.95\"}"), ib.hi,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_inuse_objects_lower{level=\"0.95\"}"), io.lo,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_inuse_objects_upper{level=\"0.95\"}"), io.hi,
+		      1e-12, 0);
+	/* Few samples, so the intervals are wide and not symmetric (NB). */
+	AP_CHECK(ib.lo < bytes && bytes < ib.hi && ib.hi - bytes != bytes - ib.lo);
+}
+
+AP_TEST(serves_on_ipv6_loopback)
+{
+	fixture f;
+	memset(&f, 0, sizeof f);
+	arena_init(&f.a);
+	AP_CHECK_EQ_INT(table_init(&f.t, &f.a), 0);
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	if (probe < 0)
+		return; /* no IPv6 on this machine: nothing to check */
+	close(probe);
+	AP_CHECK_EQ_INT(start_on(&f, "[::1]:0", 1), 0);
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof a);
+	a.sin6_family = AF_INET6;
+	a.sin6_port = htons(f.port);
+	a.sin6_addr = in6addr_loopback;
+	int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+	const char *req = "GET /metrics HTTP/1.1\r\nHost: [::1]\r\n\r\n";
+	char buf[64] = "";
+	if (rc == 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) > 0)
+		read_all(fd, buf, sizeof buf);
+	close(fd);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(rc, 0);
 	AP_CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
 }
