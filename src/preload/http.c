@@ -33,6 +33,7 @@
 #include "allocprof/options.h"
 #include "allocprof/profile.h"
 #include "dump.h"
+#include "log.h"
 
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
 
@@ -59,6 +60,7 @@ struct http_server {
 	conn conns[HTTP_MAX_CONNS];
 	uint64_t requests, busy_ns; /* touched only by the server thread */
 	uint64_t accept_pause_until; /* out of descriptors: stop accepting */
+	atomic_bool fds_lost; /* the program closed our descriptors */
 };
 
 static uint64_t mono_ns(void)
@@ -391,7 +393,7 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 
 static void conn_close(http_server *s, conn *c)
 {
-	if (c->fd >= 0)
+	if (c->fd >= 0 && !atomic_load(&s->fds_lost))
 		close(c->fd);
 	arena_free(s->src.a, c->in);
 	hb_free(&c->out);
@@ -602,6 +604,15 @@ static void *server_main(void *arg)
 			break;
 		if (atomic_load(&s->stop))
 			break;
+		if ((pf[0].revents | pf[1].revents) & POLLNVAL) {
+			/* The program closed our descriptors (daemons close
+			 * everything at start-up): stop serving, and never close
+			 * those numbers again, they may be the program's now. */
+			atomic_store(&s->fds_lost, true);
+			rt_log("the HTTP endpoint's sockets were closed by the program; "
+			       "the endpoint is off");
+			break;
+		}
 		if (k > 0) {
 			for (int i = 2; i < n; i++) {
 				conn *c = &s->conns[who[i]];
@@ -722,6 +733,8 @@ uint16_t http_server_port(const http_server *s)
 
 static void close_fds(http_server *s)
 {
+	if (atomic_load(&s->fds_lost))
+		return;
 	close(s->lfd);
 	close(s->wake_r);
 	close(s->wake_w);
@@ -732,8 +745,10 @@ void http_server_stop(http_server *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, true);
-	ssize_t w = write(s->wake_w, "x", 1);
-	(void)w;
+	if (!atomic_load(&s->fds_lost)) {
+		ssize_t w = write(s->wake_w, "x", 1);
+		(void)w;
+	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += HTTP_STOP_TIMEOUT_MS / 1000;

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <math.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -629,4 +630,42 @@ AP_TEST(an_empty_profile_still_gives_complete_metrics_and_profiles)
 			0);
 	AP_CHECK_EQ_U64(p->nsamples, 0);
 	ap_profile_destroy(p);
+}
+
+/* Descriptors 3..63 open now, as a bit mask. */
+static uint64_t open_fds(void)
+{
+	uint64_t m = 0;
+	for (int fd = 3; fd < 64; fd++)
+		if (fcntl(fd, F_GETFD) != -1)
+			m |= 1ULL << fd;
+	return m;
+}
+
+AP_TEST(a_program_closing_our_descriptors_turns_the_endpoint_off_safely)
+{
+	/* Daemons close every descriptor at start-up. The server must notice,
+	 * stop, and never touch those numbers again: by then they may be the
+	 * program's own files. */
+	uint64_t before = open_fds();
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	uint64_t ours = open_fds() & ~before;
+	AP_CHECK(ours != 0);
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1)
+			close(fd);
+	usleep(200000);
+	/* The program reuses the numbers. */
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1)
+			AP_CHECK(dup2(0, fd) == fd);
+	double t0 = now_s();
+	http_server_stop(f.s);
+	AP_CHECK(now_s() - t0 < 1.0);
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1) {
+			AP_CHECK_MSG(fcntl(fd, F_GETFD) != -1, "fd %d was closed by the stop", fd);
+			close(fd);
+		}
 }
