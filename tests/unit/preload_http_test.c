@@ -259,53 +259,106 @@ AP_TEST(an_oversized_head_gets_431)
 	AP_CHECK_EQ_INT(R.status, 431);
 }
 
+/* What a Histogram message (io.prometheus.client) holds, decoded here
+ * independently of the encoder. */
+typedef struct native_info {
+	int schema;             /* -98: no schema field (not native) */
+	uint64_t count, zero;   /* sample_count, zero_count */
+	uint64_t buckets;       /* sum of the bucket counts the deltas give */
+	uint64_t ndeltas, span_len;
+} native_info;
+
+static uint64_t unzig(uint64_t v)
+{
+	return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1);
+}
+
+static int read_histogram(pb_reader *h, native_info *ni)
+{
+	uint32_t f;
+	enum pb_wire w;
+	uint64_t v, cur = 0;
+	while (pb_more(h) && pb_get_tag(h, &f, &w) == 0) {
+		pb_reader sub;
+		if (w == PB_VARINT && (f == 1 || f == 5 || f == 7)) {
+			if (pb_get_varint(h, &v) != 0)
+				return -1;
+			if (f == 1)
+				ni->count = v;
+			else if (f == 5)
+				ni->schema = (int)(int64_t)unzig(v);
+			else
+				ni->zero = v;
+		} else if (f == 12 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
+			uint32_t sf;
+			enum pb_wire sw;
+			while (pb_more(&sub) && pb_get_tag(&sub, &sf, &sw) == 0)
+				if (pb_get_varint(&sub, &v) != 0)
+					return -1;
+				else if (sf == 2)
+					ni->span_len += v;
+		} else if (f == 13 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
+			while (pb_more(&sub)) {
+				if (pb_get_varint(&sub, &v) != 0)
+					return -1;
+				cur += unzig(v); /* deltas wrap like int64 */
+				ni->buckets += cur;
+				ni->ndeltas++;
+			}
+		} else if (pb_skip(h, f, w) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Length-delimited MetricFamily messages: find the one named name and
- * return the Histogram's schema (field 5) of its first metric, or -99. */
-static int family_schema(const unsigned char *p, size_t n, const char *name)
+ * decode the Histogram of its first metric into *ni. 0, or -1. */
+static int find_histogram(const unsigned char *p, size_t n, const char *name,
+			  native_info *ni)
 {
 	pb_reader r = { .p = p, .len = n };
 	while (pb_more(&r)) {
 		uint64_t len;
 		if (pb_get_varint(&r, &len) != 0 || len > r.len - r.pos)
-			return -99;
+			return -1;
 		pb_reader fam = { .p = r.p + r.pos, .len = (size_t)len };
 		r.pos += (size_t)len;
 		bool match = false;
-		int schema = -98;
+		native_info got = { .schema = -98 };
 		uint32_t field;
 		enum pb_wire wt;
 		while (pb_more(&fam) && pb_get_tag(&fam, &field, &wt) == 0) {
-			pb_reader sub;
+			pb_reader sub, h;
 			if (field == 1 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
 				match = sub.len == strlen(name) && memcmp(sub.p, name, sub.len) == 0;
 			} else if (field == 4 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
 				uint32_t f2;
 				enum pb_wire w2;
 				while (pb_more(&sub) && pb_get_tag(&sub, &f2, &w2) == 0) {
-					pb_reader h;
-					if (f2 != 7 || pb_get_len(&sub, &h) != 0) {
-						if (pb_skip(&sub, f2, w2) != 0)
-							return -99;
-						continue;
-					}
-					uint32_t f3;
-					enum pb_wire w3;
-					while (pb_more(&h) && pb_get_tag(&h, &f3, &w3) == 0) {
-						uint64_t v;
-						if (f3 == 5 && w3 == PB_VARINT && pb_get_varint(&h, &v) == 0)
-							schema = (int)(v >> 1) ^ -(int)(v & 1);
-						else if (pb_skip(&h, f3, w3) != 0)
-							return -99;
+					if (f2 == 7 && w2 == PB_LEN && pb_get_len(&sub, &h) == 0) {
+						if (read_histogram(&h, &got) != 0)
+							return -1;
+					} else if (pb_skip(&sub, f2, w2) != 0) {
+						return -1;
 					}
 				}
 			} else if (pb_skip(&fam, field, wt) != 0) {
-				return -99;
+				return -1;
 			}
 		}
-		if (match)
-			return schema;
+		if (match) {
+			*ni = got;
+			return 0;
+		}
 	}
-	return -99;
+	return -1;
+}
+
+static int family_schema(const unsigned char *p, size_t n, const char *name)
+{
+	native_info ni;
+	return find_histogram(p, n, name, &ni) == 0 ? ni.schema : -99;
 }
 
 AP_TEST(metrics_protobuf_when_asked_with_a_native_histogram)
@@ -327,6 +380,14 @@ AP_TEST(metrics_protobuf_when_asked_with_a_native_histogram)
 			METRICS_NATIVE_SCHEMA);
 	AP_CHECK(family_schema((const unsigned char *)R.body, R.body_len,
 			       "allocprof_inuse_bytes") == -98); /* a gauge */
+	/* The native buckets hold every observation: Prometheus checks that
+	 * zero_count + the bucket counts equal sample_count. */
+	native_info ni;
+	AP_CHECK_EQ_INT(find_histogram((const unsigned char *)R.body, R.body_len,
+				       "allocprof_allocation_size_bytes", &ni), 0);
+	AP_CHECK_EQ_U64(ni.count, 4);
+	AP_CHECK_EQ_U64(ni.zero + ni.buckets, ni.count);
+	AP_CHECK_EQ_U64(ni.ndeltas, ni.span_len);
 }
 
 static double now_s(void)
@@ -546,6 +607,17 @@ AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
 		u += (double)(sizes[i] - offsets[i]);
 	}
 	AP_CHECK_EQ_INT(start_on(&f, "0", (uint64_t)rate), 0);
+	/* Weighted counts split over native buckets still add up. */
+	AP_CHECK_EQ_INT(get(f.port, "/metrics",
+			    "Accept: application/vnd.google.protobuf;"
+			    "proto=io.prometheus.client.MetricFamily;encoding=delimited\r\n",
+			    &R),
+			0);
+	native_info ni;
+	AP_CHECK_EQ_INT(find_histogram((const unsigned char *)R.body, R.body_len,
+				       "allocprof_allocation_size_bytes", &ni), 0);
+	AP_CHECK(ni.count > 5);
+	AP_CHECK_EQ_U64(ni.zero + ni.buckets, ni.count);
 	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
 	http_server_stop(f.s);
 	ap_interval ib, io;
