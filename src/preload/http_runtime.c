@@ -18,6 +18,8 @@
 #include "runtime_core.h"
 
 static http_server *server;
+/* Set in a fork child that should start its own server (see .h). */
+static atomic_bool child_restart;
 
 static void server_thread_init(void)
 {
@@ -84,4 +86,17 @@ void http_runtime_atfork_child(void)
 {
 	http_server_forget(server);
 	server = NULL;
+	atomic_store(&child_restart, rt.opt.fork_mode == RT_FORK_FOLLOW &&
+					     rt.opt.http.enabled && rt.opt.http.port == 0);
+}
+
+void http_runtime_after_sample(void)
+{
+	if (AP_LIKELY(!atomic_load_explicit(&child_restart, memory_order_relaxed)))
+		return;
+	if (!atomic_exchange(&child_restart, false))
+		return; /* another thread of the child got here first */
+	/* A port file without %p is the parent's: leave it alone. */
+	const char *pf = strstr(rt.opt.http_portfile, "%p") ? rt.opt.http_portfile : "";
+	http_runtime_start(&rt.opt.http, pf, rt.opt.verbose);
 }

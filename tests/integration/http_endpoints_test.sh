@@ -53,14 +53,18 @@ start_prog() {
 		>"$HTMP/$name.out" 2>"$HTMP/$name.err" </dev/null &
 	PID=$!
 	HPIDS+=("$PID")
-	local i
+	# EXTRA_OPTIONS may name the port file by pid: $HTMP/NAME.%p.port.
+	local i pf=
 	for i in $(seq 100); do
-		[ -s "$HTMP/$name.port" ] && break
+		pf=$(compgen -G "$HTMP/$name.port" || compgen -G "$HTMP/$name.*.port") &&
+			break
 		kill -0 "$PID" 2>/dev/null || fail "$name: exited early: $(cat "$HTMP/$name.err")"
 		sleep 0.1
 	done
-	[ -s "$HTMP/$name.port" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
-	ADDR=$(cat "$HTMP/$name.port")
+	[ -n "$pf" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
+	# The program's own file is the oldest (fork children write later).
+	pf=$(ls -tr $pf | head -1)
+	ADDR=$(cat "$pf")
 	[[ $ADDR =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "$name: port file says '$ADDR'"
 	grep -qx "allocprof: serving on $ADDR" "$HTMP/$name.err" ||
 		fail "$name: no 'serving on $ADDR' line on stderr: $(cat "$HTMP/$name.err")"
