@@ -38,15 +38,14 @@ fi
 data=$tmp/data
 mkdir -p "$data" "$tmp/o"
 
-# profile_run CONFIG OPTS OUTFILE: run the current workload (WL_*) under
-# CONFIG (allocprof or allocprof_je) with extra runtime options, leaving the
-# profile in OUTFILE.
+# profile_run ALLOCATOR OPTS OUTFILE: run the current workload (WL_*) under
+# allocprof over ALLOCATOR (glibc or jemalloc) with runtime options OPTS,
+# leaving the profile in OUTFILE.
 profile_run() {
-  local c=$1 opts=$2 file=$3
-  config_cmd "$c" "$tmp/o"
-  local envs=("${CF_ENV[@]}")
-  envs[1]="ALLOCPROF_OPTIONS=$opts,output=$file"
-  run_measured "$tmp/log" "$tmp/res" "${WL_ENV[@]}" "${envs[@]}" -- "${WL_CMD[@]}"
+  local preload=$ap_lib opts=$2 file=$3
+  [ "$1" = jemalloc ] && preload=$ap_lib:$jemalloc
+  run_measured "$tmp/log" "$tmp/res" "${WL_ENV[@]}" "LD_PRELOAD=$preload" \
+    "ALLOCPROF_OPTIONS=$opts,output=$file" -- "${WL_CMD[@]}"
   [ -s "$file" ] || { echo "accuracy.sh: no profile $file" >&2; cat "$tmp/log" >&2; exit 1; }
 }
 
@@ -61,14 +60,14 @@ report() {
 for w in $WORKLOADS; do
   workload_cmd "$w"
   echo "accuracy: $w" >&2
-  profile_run allocprof rate=1 "$tmp/truth.pb.gz"
+  profile_run glibc rate=1 "$tmp/truth.pb.gz"
   report "$tmp/truth.pb.gz" >"$data/truth_$w.json"
-  profile_run allocprof_je rate=1 "$tmp/truthje.pb.gz"
+  profile_run jemalloc rate=1 "$tmp/truthje.pb.gz"
   report "$tmp/truthje.pb.gz" --usable >"$data/truthje_$w.json"
   rm -f "$tmp"/truth*.pb.gz
   bin=$(readlink -f "$(command -v "${WL_CMD[0]}")")
   for k in $(seq "$seeds"); do
-    profile_run allocprof "seed=$k" "$tmp/ap.pb.gz"
+    profile_run glibc "seed=$k" "$tmp/ap.pb.gz"
     report "$tmp/ap.pb.gz" >"$data/ap_${w}_$k.json"
     rm -f "$tmp/ap.pb.gz"
     run_measured "$tmp/log" "$tmp/res" "${WL_ENV[@]}" "LD_PRELOAD=$jemalloc" \

@@ -23,7 +23,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib/tools.sh
 source "$here/lib/tools.sh"
 
-if [ "$quick" = 1 ]; then rounds=3 slow_rounds=1; else rounds=7 slow_rounds=3; fi
+if [ "$quick" = 1 ]; then rounds=3 slow_rounds=1; else rounds=15 slow_rounds=3; fi
 slow=" heapprofile heaptrack massif "
 read -r -a configs <<<"$CONFIGS"
 n=${#configs[@]}

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocprof/fileio.h" /* ap_write_file_atomic */
+
 enum { AP_EXIT_OK = 0, AP_EXIT_USAGE = 1, AP_EXIT_INPUT = 2 };
 
 /* Name used in error messages: "allocprof NAME: ..." (or "allocprof: ..."). */
@@ -29,11 +31,5 @@ int ap_parse_level(const char *s, double *out);
  */
 int ap_read_file(const char *path, unsigned char **out, size_t *len);
 
-/*
- * Write a buffer to path atomically: a temporary file in the same directory,
- * then rename. mode as for open(2). 0 on success, -1 with errno set.
- */
-int ap_write_file_atomic(const char *path, const void *buf, size_t len,
-			 unsigned mode);
 
 #endif

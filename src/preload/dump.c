@@ -9,6 +9,8 @@
  */
 #include "dump.h"
 
+#include "allocprof/fileio.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -377,45 +379,12 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 
 int dump_write_atomic(const char *path, const void *buf, size_t len)
 {
-	char tmp[PATH_MAX + 32];
-	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	if (k < 0 || (size_t)k >= sizeof tmp) {
-		rt_log("cannot write profile %s: name too long", path);
-		errno = ENAMETOOLONG;
-		return AP_EIO;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		int e = errno;
-		rt_log("cannot write profile %s: %s", path, strerror(e));
-		errno = e;
-		return AP_EIO;
-	}
-	const unsigned char *p = buf;
-	size_t left = len;
-	while (left > 0) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = w < 0 ? errno : EIO;
-			close(fd);
-			unlink(tmp);
-			rt_log("cannot write profile %s: %s", path, strerror(e));
-			errno = e;
-			return AP_EIO;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		int e = errno;
-		unlink(tmp);
-		rt_log("cannot write profile %s: %s", path, strerror(e));
-		errno = e;
-		return AP_EIO;
-	}
-	return 0;
+	if (ap_write_file_atomic(path, buf, len, 0600) == 0)
+		return 0;
+	int e = errno;
+	rt_log("cannot write profile %s: %s", path, strerror(e));
+	errno = e;
+	return AP_EIO;
 }
 
 #ifdef DUMP_HAVE_HEAPV2

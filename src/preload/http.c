@@ -33,10 +33,12 @@
 #include "allocprof/options.h"
 #include "allocprof/profile.h"
 #include "dump.h"
+#include "log.h"
 
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
 
 #define DRAIN_MS 1000
+#define ACCEPT_PAUSE_MS 100
 
 typedef struct conn {
 	int fd;
@@ -57,6 +59,8 @@ struct http_server {
 	atomic_bool stop;
 	conn conns[HTTP_MAX_CONNS];
 	uint64_t requests, busy_ns; /* touched only by the server thread */
+	uint64_t accept_pause_until; /* out of descriptors: stop accepting */
+	atomic_bool fds_lost; /* the program closed our descriptors */
 };
 
 static uint64_t mono_ns(void)
@@ -64,75 +68,6 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- the http= option ---------------------------------------------------- */
-
-int http_parse_listen(const char *v, size_t n, void *dst, char *err, size_t errlen)
-{
-	static const char what[] =
-		"PORT, ADDR:PORT or [IPv6]:PORT with a numeric address or "
-		"localhost, port 0-65535 (0 = any free port), or off";
-	http_listen l;
-	memset(&l, 0, sizeof l);
-	if (n == 3 && memcmp(v, "off", 3) == 0) {
-		*(http_listen *)dst = l;
-		return 0;
-	}
-	const char *port = v;
-	size_t port_n = n;
-	char host[64];
-	bool have_host = false;
-	if (n > 0 && v[0] == '[') {
-		const char *close = memchr(v, ']', n);
-		if (!close || close + 1 >= v + n || close[1] != ':' ||
-		    (size_t)(close - v - 1) >= sizeof host)
-			goto bad;
-		memcpy(host, v + 1, (size_t)(close - v - 1));
-		host[close - v - 1] = '\0';
-		if (inet_pton(AF_INET6, host, l.addr) != 1)
-			goto bad;
-		l.v6 = true;
-		port = close + 2;
-		port_n = n - (size_t)(port - v);
-	} else {
-		const char *colon = NULL;
-		for (size_t i = 0; i < n; i++)
-			if (v[i] == ':')
-				colon = v + i;
-		if (colon) {
-			size_t hn = (size_t)(colon - v);
-			if (hn == 0 || hn >= sizeof host)
-				goto bad;
-			memcpy(host, v, hn);
-			host[hn] = '\0';
-			have_host = true;
-			port = colon + 1;
-			port_n = n - hn - 1;
-		}
-		if (!have_host || strcmp(host, "localhost") == 0)
-			memcpy(host, "127.0.0.1", 10);
-		if (inet_pton(AF_INET, host, l.addr) != 1)
-			goto bad;
-	}
-	uint64_t p;
-	if (ap_parse_u64(port, port_n, &p) != 0 || p > 65535)
-		goto bad;
-	l.port = (uint16_t)p;
-	l.enabled = true;
-	*(http_listen *)dst = l;
-	return 0;
-bad:
-	snprintf(err, errlen, "%s", what);
-	return AP_EINVAL;
-}
-
-void http_listen_format(const http_listen *l, uint16_t port, char *buf, size_t cap)
-{
-	char a[INET6_ADDRSTRLEN];
-	if (!inet_ntop(l->v6 ? AF_INET6 : AF_INET, l->addr, a, sizeof a))
-		memcpy(a, "?", 2);
-	snprintf(buf, cap, l->v6 ? "[%s]:%u" : "%s:%u", a, (unsigned)port);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -389,7 +324,7 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 
 static void conn_close(http_server *s, conn *c)
 {
-	if (c->fd >= 0)
+	if (c->fd >= 0 && !atomic_load(&s->fds_lost))
 		close(c->fd);
 	arena_free(s->src.a, c->in);
 	hb_free(&c->out);
@@ -521,8 +456,15 @@ static void accept_all(http_server *s)
 {
 	for (int k = 0; k < HTTP_MAX_CONNS; k++) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN, or a client that reset before accept */
+		if (fd < 0) {
+			/* Out of descriptors or memory, the pending connection stays
+			 * and the socket stays readable: pause accepting rather than
+			 * spin. EAGAIN and clients gone before accept just return. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				s->accept_pause_until = mono_ns() + ACCEPT_PAUSE_MS * 1000000ULL;
+			return;
+		}
 		conn *c = NULL;
 		for (int i = 0; i < HTTP_MAX_CONNS && !c; i++)
 			if (s->conns[i].state == C_FREE)
@@ -558,7 +500,7 @@ static void expire(http_server *s, uint64_t now)
 
 static int poll_timeout(const http_server *s, uint64_t now)
 {
-	uint64_t first = UINT64_MAX;
+	uint64_t first = s->accept_pause_until > now ? s->accept_pause_until : UINT64_MAX;
 	for (int i = 0; i < HTTP_MAX_CONNS; i++)
 		if (s->conns[i].state != C_FREE && s->conns[i].deadline_ns < first)
 			first = s->conns[i].deadline_ns;
@@ -577,7 +519,8 @@ static void *server_main(void *arg)
 	while (!atomic_load(&s->stop)) {
 		int n = 0;
 		pf[n++] = (struct pollfd){ .fd = s->wake_r, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		bool paused = s->accept_pause_until > mono_ns();
+		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = paused ? 0 : POLLIN };
 		for (int i = 0; i < HTTP_MAX_CONNS; i++) {
 			conn *c = &s->conns[i];
 			if (c->state == C_FREE)
@@ -592,6 +535,15 @@ static void *server_main(void *arg)
 			break;
 		if (atomic_load(&s->stop))
 			break;
+		if ((pf[0].revents | pf[1].revents) & POLLNVAL) {
+			/* The program closed our descriptors (daemons close
+			 * everything at start-up): stop serving, and never close
+			 * those numbers again, they may be the program's now. */
+			atomic_store(&s->fds_lost, true);
+			rt_log("the HTTP endpoint's sockets were closed by the program; "
+			       "the endpoint is off");
+			break;
+		}
 		if (k > 0) {
 			for (int i = 2; i < n; i++) {
 				conn *c = &s->conns[who[i]];
@@ -712,6 +664,8 @@ uint16_t http_server_port(const http_server *s)
 
 static void close_fds(http_server *s)
 {
+	if (atomic_load(&s->fds_lost))
+		return;
 	close(s->lfd);
 	close(s->wake_r);
 	close(s->wake_w);
@@ -722,8 +676,10 @@ void http_server_stop(http_server *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, true);
-	ssize_t w = write(s->wake_w, "x", 1);
-	(void)w;
+	if (!atomic_load(&s->fds_lost)) {
+		ssize_t w = write(s->wake_w, "x", 1);
+		(void)w;
+	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += HTTP_STOP_TIMEOUT_MS / 1000;

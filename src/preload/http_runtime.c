@@ -17,10 +17,9 @@
 #include "dump.h"
 #include "runtime_core.h"
 
-/* Time spent unwinding, if the runtime counts it (weak: optional). */
-extern _Atomic uint64_t rt_unwind_ns __attribute__((weak));
-
 static http_server *server;
+/* Set in a fork child that should start its own server (see .h). */
+static atomic_bool child_restart;
 
 static void server_thread_init(void)
 {
@@ -30,10 +29,9 @@ static void server_thread_init(void)
 static void runtime_cost(void *ctx, metrics_cost *out)
 {
 	(void)ctx;
-	if (&rt_unwind_ns) {
-		out->have_unwind = true;
-		out->unwind_ns = atomic_load_explicit(&rt_unwind_ns, memory_order_relaxed);
-	}
+	/* The runtime times its unwinding while the endpoint is on. */
+	out->have_unwind = true;
+	out->unwind_ns = atomic_load_explicit(&rt_unwind_ns, memory_order_relaxed);
 	/* The sampled set maps its tables outside the arena: a key and a
 	 * record per slot. The region's side table is touched at most up to
 	 * its bump pointer (an upper bound, read without its lock). */
@@ -91,4 +89,17 @@ void http_runtime_atfork_child(void)
 {
 	http_server_forget(server);
 	server = NULL;
+	atomic_store(&child_restart, rt.opt.fork_mode == RT_FORK_FOLLOW &&
+					     rt.opt.http.enabled && rt.opt.http.port == 0);
+}
+
+void http_runtime_after_sample(void)
+{
+	if (AP_LIKELY(!atomic_load_explicit(&child_restart, memory_order_relaxed)))
+		return;
+	if (!atomic_exchange(&child_restart, false))
+		return; /* another thread of the child got here first */
+	/* A port file without %p is the parent's: leave it alone. */
+	const char *pf = strstr(rt.opt.http_portfile, "%p") ? rt.opt.http_portfile : "";
+	http_runtime_start(&rt.opt.http, pf, rt.opt.verbose);
 }

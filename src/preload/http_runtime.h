@@ -24,8 +24,18 @@
 void http_runtime_start(const http_listen *l, const char *portfile, bool verbose);
 /* Stop the server (bounded wait); a no-op when none runs. */
 void http_runtime_stop(void);
-/* pthread_atfork child handler: the child does not serve the parent's
- * socket; the inherited descriptors are closed. */
+/*
+ * pthread_atfork child handler: the child does not serve the parent's
+ * socket; the inherited descriptors are closed. A child that keeps
+ * profiling (fork=follow) of a parent that asked for any free port
+ * (http=0) gets its own endpoint, started by http_runtime_after_sample at
+ * its first sample rather than here: creating a thread inside fork's child
+ * handler is not safe. Its port file is written only when the name has %p
+ * (otherwise it would replace the parent's).
+ */
 void http_runtime_atfork_child(void);
+/* Called after each recorded sample (guard set): starts a fork child's own
+ * endpoint when one is due. One relaxed load otherwise. */
+void http_runtime_after_sample(void);
 
 #endif

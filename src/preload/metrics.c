@@ -195,23 +195,26 @@ static void add_cost(mset *m, const metrics_input *in, const table_totals *tot)
 static int collect(const metrics_input *in, mset *m)
 {
 	memset(m, 0, sizeof *m);
-	site_snap *sites = NULL;
-	size_t n = 0;
-	table_totals tot;
-	int rc = table_snapshot(in->table, &sites, &n, &tot);
-	if (rc != 0)
-		return rc;
 	view_sums va, vu;
 	memset(&va, 0, sizeof va);
 	memset(&vu, 0, sizeof vu);
 	bool one_rate = true;
-	for (size_t i = 0; i < n; i++) {
-		sum_view(&va, &sites[i].alloc);
-		sum_view(&vu, &sites[i].inuse);
-		if (sites[i].rate != in->period)
+	table_totals tot;
+	/* Sum in place under the table's lock: one pass over the sites, no
+	 * copy (table_snapshot would copy every site, megabytes for a large
+	 * profile, on every scrape). */
+	stack_table *t = in->table;
+	table_lock(t);
+	for (const site *s = t->all_sites; s; s = s->all_next) {
+		sum_view(&va, &s->alloc);
+		sum_view(&vu, &s->inuse);
+		if (s->rate != in->period)
 			one_rate = false;
 	}
-	arena_free(in->a, sites);
+	tot = t->tot;
+	tot.nstacks = t->nstacks;
+	tot.nsites = t->nsites;
+	table_unlock(t);
 	double rate = one_rate ? (double)in->period : 0;
 	add_view(m, &va, rate, true);
 	add_view(m, &vu, rate, false);

@@ -568,6 +568,7 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 				table_record_free(&rt.table, &rec, 0);
 			} else {
 				dumper_after_sample(&after);
+				http_runtime_after_sample();
 			}
 		}
 	}

@@ -53,14 +53,18 @@ start_prog() {
 		>"$HTMP/$name.out" 2>"$HTMP/$name.err" </dev/null &
 	PID=$!
 	HPIDS+=("$PID")
-	local i
+	# EXTRA_OPTIONS may name the port file by pid: $HTMP/NAME.%p.port.
+	local i pf=
 	for i in $(seq 100); do
-		[ -s "$HTMP/$name.port" ] && break
+		pf=$(compgen -G "$HTMP/$name.port" || compgen -G "$HTMP/$name.*.port") &&
+			break
 		kill -0 "$PID" 2>/dev/null || fail "$name: exited early: $(cat "$HTMP/$name.err")"
 		sleep 0.1
 	done
-	[ -s "$HTMP/$name.port" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
-	ADDR=$(cat "$HTMP/$name.port")
+	[ -n "$pf" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
+	# The program's own file is the oldest (fork children write later).
+	pf=$(ls -tr $pf | head -1)
+	ADDR=$(cat "$pf")
 	[[ $ADDR =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "$name: port file says '$ADDR'"
 	grep -qx "allocprof: serving on $ADDR" "$HTMP/$name.err" ||
 		fail "$name: no 'serving on $ADDR' line on stderr: $(cat "$HTMP/$name.err")"
@@ -165,6 +169,27 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	else
 		echo "note: go not installed, go tool pprof not checked" >&2
 	fi
+	# The server's own work is never profiled: with rate=1 every allocation
+	# of the program is a sample, and while it idles a dozen scrapes and
+	# profile builds (zlib, dladdr, libc) add none.
+	ep_addr=$ADDR
+	start_prog idle rate=1 idle
+	idle_pid=$PID
+	sleep 0.3
+	fetch /metrics "$HTMP/idle1.txt" >/dev/null
+	for i in 1 2 3 4; do
+		fetch /debug/pprof/heap /dev/null >/dev/null
+		fetch /debug/pprof/allocs /dev/null >/dev/null
+		fetch /metrics /dev/null >/dev/null
+	done
+	fetch /metrics "$HTMP/idle2.txt" >/dev/null
+	n1=$(metric allocprof_sampled_allocations_total "$HTMP/idle1.txt")
+	n2=$(metric allocprof_sampled_allocations_total "$HTMP/idle2.txt")
+	[ -n "$n1" ] && [ "$n1" = "$n2" ] ||
+		fail "the endpoint's own allocations were sampled: $n1 -> $n2"
+	stop_prog idle "$idle_pid"
+	ADDR=$ep_addr
+
 	# A port already taken: one line on stderr, the program unharmed.
 	touch "$HTMP/taken.stop"
 	st=0

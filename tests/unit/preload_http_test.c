@@ -8,15 +8,19 @@
  * this file is AP_TEST_THREADED so CI runs it under ThreadSanitizer.
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "allocprof/estimate.h"
 #include "allocprof/profile.h"
 #include "aptest.h"
 #include "http.h"
@@ -31,6 +35,23 @@ typedef struct fixture {
 	http_server *s;
 	uint16_t port;
 } fixture;
+
+/* Serve f's table on listen (an http= value) with period R. */
+static int start_on(fixture *f, const char *listen, uint64_t period)
+{
+	http_listen l;
+	char err[160];
+	if (http_parse_listen(listen, strlen(listen), &l, err, sizeof err) != 0)
+		return -1;
+	http_source src = { .table = &f->t, .a = &f->a, .period = period,
+			    .start_realtime_ns = 1, .with_mappings = false };
+	if (http_server_start(&l, &src, &f->s, err, sizeof err) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	f->port = http_server_port(f->s);
+	return 0;
+}
 
 /* Exact samples: 3 x 100 bytes at stack a (one freed), 1 x 5000 at b. */
 static int setup(fixture *f)
@@ -54,18 +75,7 @@ static int setup(fixture *f)
 	info.size = 5000;
 	if (table_record_alloc(&f->t, stack_b, 1, 1, &info, 5008, &rec, NULL) != 0)
 		return -1;
-	http_listen l;
-	char err[160];
-	if (http_parse_listen("0", 1, &l, err, sizeof err) != 0)
-		return -1;
-	http_source src = { .table = &f->t, .a = &f->a, .period = 1,
-			    .start_realtime_ns = 1, .with_mappings = false };
-	if (http_server_start(&l, &src, &f->s, err, sizeof err) != 0) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	f->port = http_server_port(f->s);
-	return 0;
+	return start_on(f, "0", 1);
 }
 
 static int dial(uint16_t port)
@@ -249,53 +259,106 @@ AP_TEST(an_oversized_head_gets_431)
 	AP_CHECK_EQ_INT(R.status, 431);
 }
 
+/* What a Histogram message (io.prometheus.client) holds, decoded here
+ * independently of the encoder. */
+typedef struct native_info {
+	int schema;             /* -98: no schema field (not native) */
+	uint64_t count, zero;   /* sample_count, zero_count */
+	uint64_t buckets;       /* sum of the bucket counts the deltas give */
+	uint64_t ndeltas, span_len;
+} native_info;
+
+static uint64_t unzig(uint64_t v)
+{
+	return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1);
+}
+
+static int read_histogram(pb_reader *h, native_info *ni)
+{
+	uint32_t f;
+	enum pb_wire w;
+	uint64_t v, cur = 0;
+	while (pb_more(h) && pb_get_tag(h, &f, &w) == 0) {
+		pb_reader sub;
+		if (w == PB_VARINT && (f == 1 || f == 5 || f == 7)) {
+			if (pb_get_varint(h, &v) != 0)
+				return -1;
+			if (f == 1)
+				ni->count = v;
+			else if (f == 5)
+				ni->schema = (int)(int64_t)unzig(v);
+			else
+				ni->zero = v;
+		} else if (f == 12 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
+			uint32_t sf;
+			enum pb_wire sw;
+			while (pb_more(&sub) && pb_get_tag(&sub, &sf, &sw) == 0)
+				if (pb_get_varint(&sub, &v) != 0)
+					return -1;
+				else if (sf == 2)
+					ni->span_len += v;
+		} else if (f == 13 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
+			while (pb_more(&sub)) {
+				if (pb_get_varint(&sub, &v) != 0)
+					return -1;
+				cur += unzig(v); /* deltas wrap like int64 */
+				ni->buckets += cur;
+				ni->ndeltas++;
+			}
+		} else if (pb_skip(h, f, w) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Length-delimited MetricFamily messages: find the one named name and
- * return the Histogram's schema (field 5) of its first metric, or -99. */
-static int family_schema(const unsigned char *p, size_t n, const char *name)
+ * decode the Histogram of its first metric into *ni. 0, or -1. */
+static int find_histogram(const unsigned char *p, size_t n, const char *name,
+			  native_info *ni)
 {
 	pb_reader r = { .p = p, .len = n };
 	while (pb_more(&r)) {
 		uint64_t len;
 		if (pb_get_varint(&r, &len) != 0 || len > r.len - r.pos)
-			return -99;
+			return -1;
 		pb_reader fam = { .p = r.p + r.pos, .len = (size_t)len };
 		r.pos += (size_t)len;
 		bool match = false;
-		int schema = -98;
+		native_info got = { .schema = -98 };
 		uint32_t field;
 		enum pb_wire wt;
 		while (pb_more(&fam) && pb_get_tag(&fam, &field, &wt) == 0) {
-			pb_reader sub;
+			pb_reader sub, h;
 			if (field == 1 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
 				match = sub.len == strlen(name) && memcmp(sub.p, name, sub.len) == 0;
 			} else if (field == 4 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
 				uint32_t f2;
 				enum pb_wire w2;
 				while (pb_more(&sub) && pb_get_tag(&sub, &f2, &w2) == 0) {
-					pb_reader h;
-					if (f2 != 7 || pb_get_len(&sub, &h) != 0) {
-						if (pb_skip(&sub, f2, w2) != 0)
-							return -99;
-						continue;
-					}
-					uint32_t f3;
-					enum pb_wire w3;
-					while (pb_more(&h) && pb_get_tag(&h, &f3, &w3) == 0) {
-						uint64_t v;
-						if (f3 == 5 && w3 == PB_VARINT && pb_get_varint(&h, &v) == 0)
-							schema = (int)(v >> 1) ^ -(int)(v & 1);
-						else if (pb_skip(&h, f3, w3) != 0)
-							return -99;
+					if (f2 == 7 && w2 == PB_LEN && pb_get_len(&sub, &h) == 0) {
+						if (read_histogram(&h, &got) != 0)
+							return -1;
+					} else if (pb_skip(&sub, f2, w2) != 0) {
+						return -1;
 					}
 				}
 			} else if (pb_skip(&fam, field, wt) != 0) {
-				return -99;
+				return -1;
 			}
 		}
-		if (match)
-			return schema;
+		if (match) {
+			*ni = got;
+			return 0;
+		}
 	}
-	return -99;
+	return -1;
+}
+
+static int family_schema(const unsigned char *p, size_t n, const char *name)
+{
+	native_info ni;
+	return find_histogram(p, n, name, &ni) == 0 ? ni.schema : -99;
 }
 
 AP_TEST(metrics_protobuf_when_asked_with_a_native_histogram)
@@ -317,6 +380,14 @@ AP_TEST(metrics_protobuf_when_asked_with_a_native_histogram)
 			METRICS_NATIVE_SCHEMA);
 	AP_CHECK(family_schema((const unsigned char *)R.body, R.body_len,
 			       "allocprof_inuse_bytes") == -98); /* a gauge */
+	/* The native buckets hold every observation: Prometheus checks that
+	 * zero_count + the bucket counts equal sample_count. */
+	native_info ni;
+	AP_CHECK_EQ_INT(find_histogram((const unsigned char *)R.body, R.body_len,
+				       "allocprof_allocation_size_bytes", &ni), 0);
+	AP_CHECK_EQ_U64(ni.count, 4);
+	AP_CHECK_EQ_U64(ni.zero + ni.buckets, ni.count);
+	AP_CHECK_EQ_U64(ni.ndeltas, ni.span_len);
 }
 
 static double now_s(void)
@@ -451,4 +522,222 @@ AP_TEST(symbol_service_names_dynamic_symbols_and_bounds_bodies)
 	AP_CHECK_EQ_INT(R.status, 405);
 	AP_CHECK(strstr(R.head, "Allow: GET, HEAD, POST"));
 	http_server_stop(f.s);
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+AP_TEST(out_of_descriptors_pauses_accepting_instead_of_spinning)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	struct rlimit old, low;
+	AP_CHECK_EQ_INT(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* Room for exactly one more descriptor: the client's socket. */
+	int probe = dup(0);
+	AP_CHECK(probe >= 0);
+	close(probe);
+	low = old;
+	low.rlim_cur = (rlim_t)probe + 1;
+	AP_CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+	int fd = dial(f.port);
+	double c0 = cpu_s();
+	usleep(500000);
+	double used = cpu_s() - c0;
+	setrlimit(RLIMIT_NOFILE, &old);
+	AP_CHECK(fd >= 0);
+	/* A spinning accept loop would burn ~0.5 s of CPU here; paused
+	 * retries every 100 ms cost next to nothing. */
+	AP_CHECK_MSG(used < 0.1, "%.3f s of CPU while out of descriptors", used);
+	/* Once descriptors are back the waiting connection is served. */
+	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+	AP_CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+	char buf[64];
+	read_all(fd, buf, sizeof buf);
+	close(fd);
+	http_server_stop(f.s);
+	AP_CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+}
+
+/* The value of the sample line starting with key (name and labels) in the
+ * text exposition, or NaN. */
+static double text_metric(const char *text, const char *key)
+{
+	size_t k = strlen(key);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, key, k) == 0 && p[k] == ' ')
+			return strtod(p + k + 1, NULL);
+	return NAN;
+}
+
+AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
+{
+	/* Sampled (not exact) allocations at rate 1000 over two sites: the
+	 * endpoint must sum samples, u and variances over sites and apply
+	 * ap_bytes_interval / ap_objects_interval, the reports' rules. */
+	fixture f;
+	memset(&f, 0, sizeof f);
+	arena_init(&f.a);
+	AP_CHECK_EQ_INT(table_init(&f.t, &f.a), 0);
+	const double rate = 1000;
+	static const uint64_t sizes[] = { 100, 100, 700, 4000, 30 };
+	static const uint64_t offsets[] = { 10, 99, 0, 2500, 29 };
+	double bytes = 0, objects = 0, var_b = 0, var_o = 0, u = 0;
+	for (size_t i = 0; i < 5; i++) {
+		ap_sample_info in;
+		memset(&in, 0, sizeof in);
+		in.size = sizes[i];
+		in.offset = offsets[i];
+		in.count = 1;
+		in.prob = -expm1((double)sizes[i] * log1p(-1.0 / rate));
+		in.weight = 1.0 / in.prob;
+		sample_rec rec;
+		AP_CHECK_EQ_INT(table_record_alloc(&f.t, i % 2 ? stack_a : stack_b, i % 2 ? 2 : 1,
+						   (uint64_t)rate, &in, sizes[i], &rec, NULL), 0);
+		double w = in.weight, z = (double)sizes[i];
+		bytes += w * z;
+		objects += w;
+		var_b += (w * w - w) * z * z;
+		var_o += w * w - w;
+		u += (double)(sizes[i] - offsets[i]);
+	}
+	AP_CHECK_EQ_INT(start_on(&f, "0", (uint64_t)rate), 0);
+	/* Weighted counts split over native buckets still add up. */
+	AP_CHECK_EQ_INT(get(f.port, "/metrics",
+			    "Accept: application/vnd.google.protobuf;"
+			    "proto=io.prometheus.client.MetricFamily;encoding=delimited\r\n",
+			    &R),
+			0);
+	native_info ni;
+	AP_CHECK_EQ_INT(find_histogram((const unsigned char *)R.body, R.body_len,
+				       "allocprof_allocation_size_bytes", &ni), 0);
+	AP_CHECK(ni.count > 5);
+	AP_CHECK_EQ_U64(ni.zero + ni.buckets, ni.count);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	http_server_stop(f.s);
+	ap_interval ib, io;
+	AP_CHECK_EQ_INT(ap_bytes_interval(5, u, rate, bytes, var_b, 0.95, &ib, NULL), 0);
+	AP_CHECK_EQ_INT(ap_objects_interval(5, objects, var_o, 0.95, &io), 0);
+	const char *t = R.body;
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_total"), bytes, 1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_lower{level=\"0.95\"}"), ib.lo,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_upper{level=\"0.95\"}"), ib.hi,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_inuse_objects_lower{level=\"0.95\"}"), io.lo,
+		      1e-12, 0);
+	AP_CHECK_NEAR(text_metric(t, "allocprof_inuse_objects_upper{level=\"0.95\"}"), io.hi,
+		      1e-12, 0);
+	/* Few samples, so the intervals are wide and not symmetric (NB). */
+	AP_CHECK(ib.lo < bytes && bytes < ib.hi && ib.hi - bytes != bytes - ib.lo);
+}
+
+AP_TEST(serves_on_ipv6_loopback)
+{
+	fixture f;
+	memset(&f, 0, sizeof f);
+	arena_init(&f.a);
+	AP_CHECK_EQ_INT(table_init(&f.t, &f.a), 0);
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	if (probe < 0)
+		return; /* no IPv6 on this machine: nothing to check */
+	close(probe);
+	AP_CHECK_EQ_INT(start_on(&f, "[::1]:0", 1), 0);
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof a);
+	a.sin6_family = AF_INET6;
+	a.sin6_port = htons(f.port);
+	a.sin6_addr = in6addr_loopback;
+	int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+	const char *req = "GET /metrics HTTP/1.1\r\nHost: [::1]\r\n\r\n";
+	char buf[64] = "";
+	if (rc == 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) > 0)
+		read_all(fd, buf, sizeof buf);
+	close(fd);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(rc, 0);
+	AP_CHECK(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+}
+
+AP_TEST(an_empty_profile_still_gives_complete_metrics_and_profiles)
+{
+	fixture f;
+	memset(&f, 0, sizeof f);
+	arena_init(&f.a);
+	AP_CHECK_EQ_INT(table_init(&f.t, &f.a), 0);
+	AP_CHECK_EQ_INT(start_on(&f, "0", 524288), 0);
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK(text_metric(R.body, "allocprof_allocated_bytes_total") == 0);
+	AP_CHECK(text_metric(R.body, "allocprof_inuse_objects") == 0);
+	/* No sample yet bounds nothing below but not zero above: up to about
+	 * 3.7 R bytes (the 97.5% quantile of one NB failure count) may have
+	 * gone by unsampled. */
+	AP_CHECK(text_metric(R.body, "allocprof_allocated_bytes_lower{level=\"0.95\"}") == 0);
+	double hi = text_metric(R.body, "allocprof_allocated_bytes_upper{level=\"0.95\"}");
+	AP_CHECK_MSG(hi > 3 * 524288 && hi < 4 * 524288, "upper %g", hi);
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_bucket{le=\"+Inf\"} 0\n"));
+	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_count 0\n"));
+	AP_CHECK_EQ_INT(get(f.port, "/metrics",
+			    "Accept: application/vnd.google.protobuf;"
+			    "proto=io.prometheus.client.MetricFamily;encoding=delimited\r\n",
+			    &R),
+			0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK_EQ_INT(family_schema((const unsigned char *)R.body, R.body_len,
+				      "allocprof_allocation_size_bytes"),
+			METRICS_NATIVE_SCHEMA);
+	AP_CHECK_EQ_INT(get(f.port, "/debug/pprof/heap", NULL, &R), 0);
+	http_server_stop(f.s);
+	AP_CHECK_EQ_INT(R.status, 200);
+	ap_profile *p = NULL;
+	AP_CHECK_EQ_INT(ap_pprof_decode((const unsigned char *)R.body, R.body_len, NULL, &p,
+					NULL, 0),
+			0);
+	AP_CHECK_EQ_U64(p->nsamples, 0);
+	ap_profile_destroy(p);
+}
+
+/* Descriptors 3..63 open now, as a bit mask. */
+static uint64_t open_fds(void)
+{
+	uint64_t m = 0;
+	for (int fd = 3; fd < 64; fd++)
+		if (fcntl(fd, F_GETFD) != -1)
+			m |= 1ULL << fd;
+	return m;
+}
+
+AP_TEST(a_program_closing_our_descriptors_turns_the_endpoint_off_safely)
+{
+	/* Daemons close every descriptor at start-up. The server must notice,
+	 * stop, and never touch those numbers again: by then they may be the
+	 * program's own files. */
+	uint64_t before = open_fds();
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	uint64_t ours = open_fds() & ~before;
+	AP_CHECK(ours != 0);
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1)
+			close(fd);
+	usleep(200000);
+	/* The program reuses the numbers. */
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1)
+			AP_CHECK(dup2(0, fd) == fd);
+	double t0 = now_s();
+	http_server_stop(f.s);
+	AP_CHECK(now_s() - t0 < 1.0);
+	for (int fd = 3; fd < 64; fd++)
+		if (ours >> fd & 1) {
+			AP_CHECK_MSG(fcntl(fd, F_GETFD) != -1, "fd %d was closed by the stop", fd);
+			close(fd);
+		}
 }

@@ -1,0 +1,91 @@
+/*
+ * fileio.c: atomic file replacement (allocprof/fileio.h). Profiles are what a
+ * user keeps from a run, so a dump interrupted by a crash, a full disk or a
+ * concurrent reader must never leave a truncated file under the final name:
+ * write a temporary file, fsync it, rename it over the target. Devices and
+ * pipes cannot be renamed over (and must not be: replacing /dev/null with a
+ * regular file breaks every program on the machine), so those are written in
+ * place.
+ */
+#define _GNU_SOURCE
+#include "allocprof/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fail_keep_errno(int fd, const char *unlink_path)
+{
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (unlink_path)
+		unlink(unlink_path);
+	errno = e;
+	return AP_EIO;
+}
+
+static int write_in_place(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write_all(fd, buf, len))
+		return fail_keep_errno(fd, NULL);
+	if (close(fd))
+		return AP_EIO;
+	return 0;
+}
+
+int ap_write_file_atomic(const char *path, const void *buf, size_t len,
+			 unsigned mode)
+{
+	static _Atomic unsigned long seq;
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	if (!path || (!buf && len)) {
+		errno = EINVAL;
+		return AP_EINVAL;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return write_in_place(path, buf, len);
+	/* pid and a counter keep concurrent writers (threads, forked
+	 * children) from sharing a temporary name. */
+	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
+			 atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	if (k < 0 || (size_t)k >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return AP_EIO;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		      (mode_t)mode);
+	if (fd < 0)
+		return fail_keep_errno(-1, NULL);
+	if (write_all(fd, buf, len) || fsync(fd))
+		return fail_keep_errno(fd, tmp);
+	if (close(fd))
+		return fail_keep_errno(-1, tmp);
+	if (rename(tmp, path))
+		return fail_keep_errno(-1, tmp);
+	return 0;
+}
