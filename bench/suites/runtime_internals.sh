@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Suite "runtime_internals": the preload runtime's own building blocks.
 #  - free() fast path: callgrind instructions per lookup of a non-sampled
-#    pointer in the lock-free sampled set (design 1) against design 2's
-#    address-range test, and per insert+remove pair (a sampled allocation's
-#    set cost), all as differences to the bare loop;
+#    pointer in the lock-free sampled set (design 1, the fallback) against
+#    design 2's address-range test (what the runtime's free does), and per
+#    insert+remove pair (a sampled allocation's set cost), all as
+#    differences to the bare loop;
 #  - stack capture: ns per capture at depth 32 for libunwind, libgcc and
 #    frame pointers (medians of several runs), which decides the default.
 # Usage (from bench/run): bash runtime_internals.sh BUILD_DIR OUT_DIR QUICK
@@ -70,11 +71,15 @@ loop, divided by the number of operations.
 | (bare loop, for reference) | 0 | $ns_base |
 | design 1: insert + remove of a sampled pointer | $insrem_ir | $ns_insrem |
 
-Design 2 is measured here as its check only; the runtime implements design 1.
-Design 2 saves about ten instructions per free but needs a second allocator
-for the sampled blocks, whose blocks the allocator underneath would then not
-know (its own APIs, e.g. jemalloc's sallocx/sdallocx, and its statistics would
-miss or reject them); that allocator is not built.
+These are the two checks alone. The runtime uses design 2 (\`src/preload/region.h\`):
+at a thread rate of 16 KiB or more, sampled blocks are page runs in an
+allocprof-owned range, and free() is the range test plus its tail call (5
+instructions); the set serves only samples the range does not (lower rates,
+range exhausted), and once it holds anything every free takes the slow path
+that looks in both. The price: sampled blocks cost whole pages, and the
+allocator underneath does not know them (its own APIs, e.g. jemalloc's
+sallocx/sdallocx, and its statistics miss them). The whole fast path's cost
+is in "Runtime overhead" (callgrind, malloc+free pairs).
 
 **Stack capture** at depth 32 (median ns, and the frames each unwinder found):
 

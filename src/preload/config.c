@@ -93,6 +93,9 @@ static const ap_option_spec specs[] = {
 	  "profile format: pprof (gzip'd protobuf) or heap_v2 (jeprof text)" },
 	{ "fork", AP_OPT_ENUM, OFF(fork_mode), 0, 0, fork_names, 0, NULL,
 	  "in a forked child: follow (own file, pid in its name) or stop" },
+	{ "range", AP_OPT_BOOL, OFF(range), 0, 0, NULL, 0, NULL,
+	  "serve sampled blocks (thread rate >= 16 KiB) from allocprof's own "
+	  "address range; 0 = leave every block to the allocator" },
 	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
 	  "print what the runtime does (dumps, settings) on stderr" },
 	{ "http", AP_OPT_CUSTOM, OFF(http), 0, 0, NULL, 0, http_parse_listen,
@@ -121,6 +124,7 @@ void rt_options_default(rt_options *o)
 	o->unwinder = UNWINDER_LIBUNWIND;
 	o->format = RT_FORMAT_PPROF;
 	o->fork_mode = RT_FORK_FOLLOW;
+	o->range = true;
 }
 
 int rt_options_parse(rt_options *o, const char *text, ap_option_error_fn on_error,

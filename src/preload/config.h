@@ -35,6 +35,8 @@ typedef struct rt_options {
 	int unwinder;           /* unwinder_kind */
 	int format;             /* rt_format */
 	int fork_mode;          /* rt_fork_mode */
+	bool range;             /* serve sampled blocks from allocprof's own
+				   address range (design 2, region.h) */
 	bool verbose;
 	bool help;              /* print the option table on stderr at start */
 	http_listen http;       /* HTTP endpoint (http.h); off by default */

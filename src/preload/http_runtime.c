@@ -33,9 +33,12 @@ static void runtime_cost(void *ctx, metrics_cost *out)
 	out->have_unwind = true;
 	out->unwind_ns = atomic_load_explicit(&rt_unwind_ns, memory_order_relaxed);
 	/* The sampled set maps its tables outside the arena: a key and a
-	 * record per slot. */
+	 * record per slot. The region's side table is touched at most up to
+	 * its bump pointer (an upper bound, read without its lock). */
 	out->extra_memory = (uint64_t)set_capacity(&rt_set) *
-			    (sizeof(uintptr_t) + sizeof(sample_rec));
+			    (sizeof(uintptr_t) + sizeof(sample_rec)) +
+			    (uint64_t)__atomic_load_n(&rt_region.bump, __ATOMIC_RELAXED) *
+			    sizeof(region_slot);
 }
 
 void http_runtime_start(const http_listen *l, const char *portfile, bool verbose)

@@ -4,14 +4,23 @@
  * Each entry point is the whole fast path (DESIGN.md, "the runtime's hard
  * rules"): an allocation subtracts its size from the thread's sampler
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
- * tail-calls the allocator underneath; a free looks the pointer up in the
- * lock-free sampled set and, almost always finding an empty slot, tail-calls
- * the real free. Everything else is in runtime.c behind AP_UNLIKELY.
+ * tail-calls the allocator underneath. A free tests whether the pointer is
+ * inside allocprof's own range (one subtraction and one compare: design 2,
+ * region.h) and, almost always outside it, tail-calls the real free. Once
+ * anything has entered the lock-free sampled set (design 1, for samples the
+ * range does not serve), the range test lets every pointer through to
+ * rt_classify, which looks in both (runtime_core.h). Everything else is in
+ * runtime.c behind AP_UNLIKELY.
+ *
+ * A sampled allocation is served from the range when the thread's rate is
+ * at least RT_REGION_MIN_RATE (rt_region_alloc), else by the allocator
+ * underneath. Region blocks are whole pages: malloc_usable_size reports
+ * allocprof's page rounding for them, not the allocator's.
  *
  * A thread's counter starts at 0, so its first allocation takes the slow
  * path, which initialises the runtime and the thread's sampler. Bootstrap
- * pool blocks (dlsym's calloc) are entries of the sampled set, so free
- * needs no second test for them.
+ * pool blocks (dlsym's calloc) are inside the range, so free needs no
+ * second test for them.
  *
  * free_sized and free_aligned_sized (C23) are exported even though glibc
  * 2.36 does not declare them, so programs built against newer headers work.
@@ -45,15 +54,17 @@ EXPORT void *malloc(size_t n)
 	ap_sample_info info;
 	if (!rt_sample_begin(n, &info))
 		return rt_real.malloc(n);
-	void *p = rt_real.malloc(n);
+	void *p = rt_region_alloc(n, 0, false);
+	if (!p)
+		p = rt_real.malloc(n);
 	rt_sample_end(p, &info);
 	return p;
 }
 
 EXPORT void free(void *p)
 {
-	if (AP_UNLIKELY(set_contains(&rt_set, p))) {
-		rt_free_sampled(p);
+	if (AP_UNLIKELY(rt_maybe_ours(p))) {
+		rt_free_slow(p);
 		return;
 	}
 	rt_real.free(p);
@@ -84,7 +95,10 @@ EXPORT void *calloc(size_t n, size_t m)
 	ap_sample_info info;
 	if (!rt_sample_begin(total, &info))
 		return rt_real.calloc(n, m);
-	void *p = rt_real.calloc(n, m);
+	/* Region pages are zero, fresh or reused (MADV_DONTNEED at free). */
+	void *p = rt_region_alloc(total, 0, true);
+	if (!p)
+		p = rt_real.calloc(n, m);
 	rt_sample_end(p, &info);
 	return p;
 }
@@ -93,14 +107,21 @@ EXPORT void *realloc(void *p, size_t n)
 {
 	if (!p)
 		return malloc(n);
-	if (AP_UNLIKELY(set_contains(&rt_set, p)))
-		return rt_realloc_sampled(p, n);
+	if (AP_UNLIKELY(rt_maybe_ours(p))) {
+		enum rt_owner o = rt_classify(p);
+		if (o == RT_OWNER_RANGE)
+			return rt_realloc_range(p, n);
+		if (o == RT_OWNER_SET)
+			return rt_realloc_sampled(p, n);
+	}
 	if (not_sampled(n))
 		return rt_real.realloc(p, n);
 	ap_sample_info info;
 	if (!rt_sample_begin(n, &info))
 		return rt_real.realloc(p, n);
-	void *q = rt_real.realloc(p, n);
+	void *q = rt_region_move(p, n);
+	if (!q)
+		q = rt_real.realloc(p, n);
 	rt_sample_end(q, &info);
 	return q;
 }
@@ -122,13 +143,22 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	ap_sample_info info;
 	if (!rt_sample_begin(n, &info))
 		return rt_real.posix_memalign(out, align, n);
-	int rc = rt_real.posix_memalign(out, align, n);
+	/* Only valid alignments go to the region; the allocator underneath
+	 * reports EINVAL for the others. */
+	void *p = align && align % sizeof(void *) == 0 ? rt_region_alloc(n, align, false) : NULL;
+	int rc = 0;
+	if (p)
+		*out = p;
+	else
+		rc = rt_real.posix_memalign(out, align, n);
 	rt_sample_end(rc == 0 ? *out : NULL, &info);
 	return rc;
 }
 
-/* The aligned entry points that return the block share one shape. */
-#define ALIGNED_ENTRY(name, params, args, size)                              \
+/* The aligned entry points that return the block share one shape. The
+ * region serves power-of-two alignments (it refuses others, which then go
+ * to the allocator underneath for its own answer); 0 = the page. */
+#define ALIGNED_ENTRY(name, params, args, size, align)                       \
 	EXPORT void *name params                                             \
 	{                                                                    \
 		if (not_sampled(size))                                       \
@@ -136,21 +166,23 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		ap_sample_info info;                                         \
 		if (!rt_sample_begin(size, &info))                           \
 			return rt_real.name args;                            \
-		void *p = rt_real.name args;                                 \
+		void *p = rt_region_alloc(size, align, false);               \
+		if (!p)                                                      \
+			p = rt_real.name args;                               \
 		rt_sample_end(p, &info);                                     \
 		return p;                                                    \
 	}
 
-ALIGNED_ENTRY(aligned_alloc, (size_t align, size_t n), (align, n), n)
-ALIGNED_ENTRY(memalign, (size_t align, size_t n), (align, n), n)
-ALIGNED_ENTRY(valloc, (size_t n), (n), n)
-ALIGNED_ENTRY(pvalloc, (size_t n), (n), n)
+ALIGNED_ENTRY(aligned_alloc, (size_t align, size_t n), (align, n), n, align ? align : 1)
+ALIGNED_ENTRY(memalign, (size_t align, size_t n), (align, n), n, align ? align : 1)
+ALIGNED_ENTRY(valloc, (size_t n), (n), n, 0)
+ALIGNED_ENTRY(pvalloc, (size_t n), (n), n, 0)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (AP_UNLIKELY(set_contains(&rt_set, p)))
-		return rt_usable_sampled(p);
+	if (AP_UNLIKELY(rt_maybe_ours(p)) && rt_classify(p) == RT_OWNER_RANGE)
+		return rt_usable_range(p);
 	return rt_real.malloc_usable_size(p);
 }

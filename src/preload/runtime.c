@@ -5,10 +5,20 @@
  * Bootstrapping. Until dlsym(RTLD_NEXT) has found the allocator underneath,
  * rt_real points at boot_* stand-ins. They start initialisation, and while
  * it runs (the initialising thread has its guard set) they serve requests
- * from a static pool: dlsym may call calloc. Every pool block is entered in
- * the sampled set with a record whose site is NULL, so free, realloc and
- * malloc_usable_size recognise pool blocks with the lookup they do anyway,
- * at no cost to the fast path; pool blocks are never handed to the real free.
+ * from a pool: dlsym may call calloc. The pool is the first BOOT_POOL_SIZE
+ * bytes of the region (reserved before anything else in initialisation), or
+ * a static array when the region cannot be reserved; either way it is
+ * inside [rt_range_base, +rt_range_size), so free, realloc and
+ * malloc_usable_size recognise pool blocks with the range test they do
+ * anyway, and the sampled set stays empty. Pool blocks are never handed to
+ * the real free; each carries its size in a 16-byte header.
+ *
+ * Sampled blocks (design 2, region.h): a thread sampling at a rate of at
+ * least RT_REGION_MIN_RATE gets its sampled blocks from the region, whose
+ * side table keeps their records; below that rate, or when the region
+ * cannot serve a block, the real allocator serves it and the sampled set
+ * (design 1) records it; free's range test then lets every pointer through
+ * to rt_classify (runtime_core.h).
  *
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
@@ -41,12 +51,29 @@ _Atomic uint64_t rt_unwind_ns;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = PTHREAD_MUTEX_INITIALIZER };
+uintptr_t rt_range_base;
+size_t rt_range_size;
+region rt_region;
+
+/* The region's reservation: 64 GiB of address space (its side table, 64
+ * bytes per page, is 1 GiB more, also MAP_NORESERVE and touched only under
+ * used pages), or a quarter of it at a time down to 64 MiB when refused
+ * (address-space limits, overcommit_memory=2). */
+#define RT_REGION_WANT ((size_t)64 << 30)
+#define RT_REGION_MIN ((size_t)64 << 20)
 
 /* ---- bootstrap pool --------------------------------------------------- */
 
 #define BOOT_POOL_SIZE ((size_t)256 * 1024)
-static _Alignas(4096) unsigned char boot_pool[BOOT_POOL_SIZE];
+#define BOOT_HDR ((size_t)16)
+static _Alignas(4096) unsigned char boot_pool_static[BOOT_POOL_SIZE];
+static unsigned char *boot_pool = boot_pool_static; /* set before first use */
 static atomic_size_t boot_used;
+
+static bool in_boot_pool(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
+}
 
 static void *boot_alloc(size_t n, size_t align)
 {
@@ -54,19 +81,24 @@ static void *boot_alloc(size_t n, size_t align)
 		align = 16;
 	if (n == 0)
 		n = 1;
-	if (n > BOOT_POOL_SIZE || (align & (align - 1)))
+	if (n > BOOT_POOL_SIZE || align > BOOT_POOL_SIZE || (align & (align - 1)))
 		return NULL;
 	size_t off = atomic_load(&boot_used), start;
 	do {
-		start = (off + align - 1) & ~(align - 1);
+		start = (off + BOOT_HDR + align - 1) & ~(align - 1);
 		if (start > BOOT_POOL_SIZE - n)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&boot_used, &off, start + n));
-	void *p = boot_pool + start; /* static memory: already zero */
-	sample_rec rec = { .site = NULL, .usable = n };
-	if (set_insert(&rt_set, p, &rec) != 0)
-		return NULL;
-	return p;
+	/* Fresh static or mapped memory: already zero. */
+	memcpy(boot_pool + start - BOOT_HDR, &n, sizeof n);
+	return boot_pool + start;
+}
+
+static size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const unsigned char *)p - BOOT_HDR, sizeof n);
+	return n;
 }
 
 static void *boot_malloc(size_t n);
@@ -100,7 +132,7 @@ static void *boot_malloc(size_t n)
 
 static void boot_free(void *p)
 {
-	/* Pool blocks never get here (they are in the sampled set). */
+	/* Pool blocks never get here (free's range test catches them). */
 	if (boot_try_init())
 		rt_real.free(p);
 }
@@ -299,10 +331,12 @@ static void fork_prepare(void)
 	table_lock(&rt.table);
 	set_lock_all(&rt_set);
 	arena_lock(&rt.a);
+	region_lock(&rt_region);
 }
 
 static void fork_parent(void)
 {
+	region_unlock(&rt_region);
 	arena_unlock(&rt.a);
 	set_unlock_all(&rt_set);
 	table_unlock(&rt.table);
@@ -314,6 +348,7 @@ static void fork_child(void)
 {
 	/* Re-initialise rather than unlock: the locks were taken by the
 	 * parent's thread, whose id the child does not have. */
+	region_reset_lock(&rt_region);
 	arena_reset_lock(&rt.a);
 	set_reset_lock(&rt_set);
 	pthread_mutex_init(&rt.table.lock, NULL);
@@ -340,10 +375,33 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Reserve the region before anything can use the bootstrap pool, and
+ * publish the range free() tests. */
+static void reserve_range(void)
+{
+	if (region_init(&rt_region, RT_REGION_WANT, RT_REGION_MIN, BOOT_POOL_SIZE) == 0) {
+		boot_pool = (unsigned char *)rt_region.base;
+		__atomic_store_n(&rt_range_base, rt_region.base, __ATOMIC_RELAXED);
+		__atomic_store_n(&rt_range_size, rt_region.size, __ATOMIC_RELAXED);
+	} else {
+		/* Design 1 for every sample; the range is the static pool. */
+		__atomic_store_n(&rt_range_base, (uintptr_t)boot_pool_static,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
+	}
+}
+
 static bool do_init(void)
 {
+	reserve_range();
 	rt_options_default(&rt.opt);
 	rt_options_parse(&rt.opt, getenv("ALLOCPROF_OPTIONS"), option_error, NULL);
+	if (!rt.opt.range && rt_region.size) {
+		/* range=0: keep the pool's pages (parsing may have used them),
+		 * give the rest back; design 1 serves every sample. */
+		region_retire(&rt_region);
+		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
+	}
 	if (rt.opt.help) {
 		size_t n;
 		const ap_option_spec *sp = rt_option_specs(&n);
@@ -387,10 +445,11 @@ static bool do_init(void)
 	dumper_configure();
 	if (rt.opt.verbose)
 		rt_log("profiling pid %ld: rate=%llu unwinder=%s max_depth=%llu "
-		       "output=%s",
+		       "output=%s sampled-block range=%zu MiB",
 		       rt.pid, (unsigned long long)rt.opt.rate,
 		       unwinder_names[rt.opt.unwinder],
-		       (unsigned long long)rt.opt.max_depth, rt.pattern);
+		       (unsigned long long)rt.opt.max_depth, rt.pattern,
+		       rt_region.size >> 20);
 	return true;
 }
 
@@ -466,6 +525,14 @@ static uint64_t monotonic_ns(void)
 	return set_now_ns();
 }
 
+/* The sampled set is about to hold something: from now on free's range
+ * test lets every pointer through to rt_classify (runtime_core.h). */
+static void set_mark_used(void)
+{
+	if (__atomic_load_n(&rt_range_size, __ATOMIC_RELAXED) != SIZE_MAX)
+		__atomic_store_n(&rt_range_size, SIZE_MAX, __ATOMIC_RELAXED);
+}
+
 void rt_sample_end(void *p, const ap_sample_info *info)
 {
 	rt_thread *t = &rt_tls;
@@ -478,13 +545,24 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 		if (timed)
 			atomic_fetch_add_explicit(&rt_unwind_ns, monotonic_ns() - t0,
 						  memory_order_relaxed);
-		uint64_t usable = rt_real.malloc_usable_size(p);
+		bool in_region = region_contains(&rt_region, p);
+		size_t region_usable = 0;
+		if (in_region)
+			region_get(&rt_region, p, NULL, &region_usable);
+		uint64_t usable = in_region ? region_usable : rt_real.malloc_usable_size(p);
 		sample_rec rec;
 		table_totals after;
 		if (table_record_alloc(&rt.table, pcs, depth, t->sampler.rate,
 				       info, usable, &rec, &after) == 0) {
 			rec.t_ns = monotonic_ns();
-			if (set_insert(&rt_set, p, &rec) != 0) {
+			bool kept;
+			if (in_region) {
+				kept = region_set_rec(&rt_region, p, &rec);
+			} else {
+				set_mark_used();
+				kept = set_insert(&rt_set, p, &rec) == 0;
+			}
+			if (!kept) {
 				/* Untrackable: take it back out of the in-use view. */
 				rec.t_ns = UINT64_MAX;
 				table_record_free(&rt.table, &rec, 0);
@@ -497,7 +575,7 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 	t->guard--;
 }
 
-void rt_free_sampled(void *p)
+static void rt_free_sampled(void *p)
 {
 	sample_rec rec;
 	rt_tls.guard++;
@@ -505,8 +583,6 @@ void rt_free_sampled(void *p)
 	if (found && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
 	rt_tls.guard--;
-	if (found && !rec.site)
-		return; /* a bootstrap pool block: never the real allocator's */
 	rt_real.free(p);
 }
 
@@ -518,18 +594,8 @@ void *rt_realloc_sampled(void *p, size_t n)
 	rt_tls.guard--;
 	if (!found)
 		return rt_real.realloc(p, n);
-	if (!rec.site) {
-		/* Bootstrap block: move it to the real allocator. */
-		if (n == 0)
-			return NULL;
-		void *q = malloc(n);
-		if (q)
-			memcpy(q, p, rec.usable < n ? rec.usable : n);
-		else
-			set_insert(&rt_set, p, &rec);
-		return q;
-	}
-	/* The model: free(p) then malloc(n). */
+	/* The model: free(p) then malloc(n). The new block stays with the
+	 * allocator underneath (realloc can then grow in place). */
 	ap_sample_info info;
 	bool sampled = n > 0 && ap_sampler_should_sample(&rt_tls.sampler, n) &&
 		       rt_sample_begin(n, &info);
@@ -544,22 +610,124 @@ void *rt_realloc_sampled(void *p, size_t n)
 		return NULL;
 	}
 	rt_tls.guard++;
-	table_record_free(&rt.table, &rec, monotonic_ns());
+	if (rec.site)
+		table_record_free(&rt.table, &rec, monotonic_ns());
 	rt_tls.guard--;
 	if (sampled)
 		rt_sample_end(q, &info);
 	return q;
 }
 
-size_t rt_usable_sampled(void *p)
+
+/* ---- the region: sampled blocks of design 2 -------------------------- */
+
+void *rt_region_alloc(size_t n, size_t align, bool zero)
+{
+	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE)
+		return NULL;
+	return region_alloc(&rt_region, n, align, zero, NULL);
+}
+
+void *rt_region_move(void *p, size_t n)
+{
+	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE ||
+	    rt_real.malloc_usable_size == emu_usable)
+		return NULL;
+	void *q = region_alloc(&rt_region, n, 0, false, NULL);
+	if (!q)
+		return NULL;
+	size_t old = rt_real.malloc_usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	rt_real.free(p);
+	return q;
+}
+
+/* A free or realloc of a pointer inside the range that is neither a pool
+ * block nor a live region block: say so once, then ignore such calls (the
+ * allocator underneath would abort; the runtime must not corrupt it). */
+static void bad_range_pointer(const char *fn, const void *p)
+{
+	static atomic_bool said;
+	if (!atomic_exchange(&said, true))
+		rt_log("%s(%p): not a live block of allocprof's sampled-block "
+		       "range (double free or invalid pointer); ignored",
+		       fn, p);
+}
+
+/* Take p (a live region block) out: return its pages, retire its record. */
+static bool region_release(void *p)
 {
 	sample_rec rec;
 	rt_tls.guard++;
-	bool found = set_get(&rt_set, p, &rec);
+	bool found = region_free(&rt_region, p, &rec);
+	if (found && rec.site)
+		table_record_free(&rt.table, &rec, monotonic_ns());
 	rt_tls.guard--;
-	if (found && !rec.site)
-		return rec.usable;
-	return rt_real.malloc_usable_size(p);
+	return found;
+}
+
+enum rt_owner rt_classify(const void *p)
+{
+	if (in_boot_pool(p) || region_contains(&rt_region, p))
+		return RT_OWNER_RANGE;
+	if (set_contains(&rt_set, p))
+		return RT_OWNER_SET;
+	return RT_OWNER_NONE;
+}
+
+void rt_free_slow(void *p)
+{
+	switch (rt_classify(p)) {
+	case RT_OWNER_RANGE:
+		if (in_boot_pool(p))
+			return; /* never the real allocator's; not reused */
+		if (!region_release(p))
+			bad_range_pointer("free", p);
+		return;
+	case RT_OWNER_SET:
+		rt_free_sampled(p);
+		return;
+	case RT_OWNER_NONE:
+		break;
+	}
+	rt_real.free(p);
+}
+
+void *rt_realloc_range(void *p, size_t n)
+{
+	size_t old;
+	bool boot = in_boot_pool(p);
+	if (boot) {
+		old = boot_size(p);
+	} else if (!region_get(&rt_region, p, NULL, &old)) {
+		bad_range_pointer("realloc", p);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (n == 0) {
+		/* As glibc: realloc(p, 0) frees p and returns NULL. */
+		if (!boot)
+			region_release(p);
+		return NULL;
+	}
+	/* The new block through the normal path (which may sample it). A
+	 * region block is whole pages; no block is resized in place. */
+	void *q = malloc(n);
+	if (!q)
+		return NULL; /* p untouched, still the program's */
+	memcpy(q, p, old < n ? old : n);
+	if (!boot)
+		region_release(p);
+	return q;
+}
+
+size_t rt_usable_range(void *p)
+{
+	if (in_boot_pool(p))
+		return boot_size(p);
+	size_t usable = 0;
+	region_get(&rt_region, p, NULL, &usable);
+	return usable;
 }
 
 /* ---- lifetime ------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include "arena.h"
 #include "config.h"
 #include "log.h"
+#include "region.h"
 #include "sampled_set.h"
 #include "stack_table.h"
 
@@ -70,6 +71,28 @@ typedef struct runtime {
 extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
 extern RT_HIDDEN sampled_set rt_set;
+/*
+ * The free() fast path's one test (design 2, region.h):
+ * p - rt_range_base < rt_range_size. While the sampled set (design 1) is
+ * empty, the range is exactly allocprof's own (the bootstrap pool plus the
+ * region serving sampled blocks), so every other pointer goes straight to
+ * the real free. The first time anything is to enter the set (a sample the
+ * region does not serve: a thread rate below RT_REGION_MIN_RATE, the region
+ * exhausted or unreserved), rt_range_size becomes SIZE_MAX: every pointer
+ * but rt_range_base - 1 (odd, never a malloc block) then takes the slow
+ * path, rt_classify, which tests the range and the set. Only the size ever
+ * changes after initialisation, one word, so no reader can combine an old
+ * and a new value.
+ *
+ * Both are written with __atomic_store_n before any pointer they concern
+ * exists, so a pointer's owner sees the values that matter for it (a stale
+ * read by anyone else cannot concern its pointer). They are plain objects,
+ * not _Atomic, so the compiler folds the fast path's reads into its
+ * instructions: free is mov, sub mem, cmp mem, jb, jmp (5 instructions).
+ */
+extern RT_HIDDEN uintptr_t rt_range_base;
+extern RT_HIDDEN size_t rt_range_size;
+extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
 
@@ -87,10 +110,45 @@ bool rt_sample_begin(size_t n, ap_sample_info *info);
 /* Record p (NULL: the allocation failed, nothing recorded); clears the guard. */
 void rt_sample_end(void *p, const ap_sample_info *info);
 
-/* p is in the sampled set: the slow paths of free, realloc, usable_size. */
-void rt_free_sampled(void *p);
+static inline bool rt_maybe_ours(const void *p)
+{
+	return (uintptr_t)p - rt_range_base < rt_range_size;
+}
+
+enum rt_owner { RT_OWNER_NONE = 0, RT_OWNER_RANGE, RT_OWNER_SET };
+/* Behind rt_maybe_ours: whose is p? A range block (pool or region), a
+ * sampled-set entry, or the allocator underneath's alone. */
+enum rt_owner rt_classify(const void *p);
+
+/*
+ * Threads sampling at a rate of at least this many bytes get their sampled
+ * blocks from the region: below it samples are so frequent (rate=1: every
+ * block) that a page each would multiply the program's memory.
+ */
+#define RT_REGION_MIN_RATE ((uint64_t)16384)
+
+/*
+ * Between rt_sample_begin and rt_sample_end: a block of n bytes aligned to
+ * `align` (a power of two; 0 = page) from the region, its first n bytes
+ * zero if `zero`, or NULL when the region does not serve it (thread rate
+ * below RT_REGION_MIN_RATE, no region, exhausted): the caller then
+ * allocates from the real allocator.
+ */
+void *rt_region_alloc(size_t n, size_t align, bool zero);
+/*
+ * Between rt_sample_begin and rt_sample_end, for realloc(p, n) of a block
+ * p of the real allocator: move it into a region block (copying
+ * min(old usable, n) bytes, freeing p); NULL when not served (as above, or
+ * the allocator underneath cannot report p's size): p is then untouched.
+ */
+void *rt_region_move(void *p, size_t n);
+/* free(p) behind rt_maybe_ours: classify p and free it accordingly. */
+void rt_free_slow(void *p);
+/* realloc and malloc_usable_size of a range block (RT_OWNER_RANGE). */
+void *rt_realloc_range(void *p, size_t n);
+size_t rt_usable_range(void *p);
+/* realloc of a sampled-set entry (RT_OWNER_SET). */
 void *rt_realloc_sampled(void *p, size_t n);
-size_t rt_usable_sampled(void *p);
 
 
 /* dumper.c: triggers and the dumper thread. */

@@ -38,8 +38,10 @@ bounded() {
 }
 
 # lib_path SONAME: absolute path of an installed shared library, or "".
+# awk reads to the end: exiting early would kill ldconfig with SIGPIPE,
+# which pipefail turns into a failure of the whole test.
 lib_path() {
-	ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ { print $NF; exit }'
+	ldconfig -p | awk -v n="$1" '!found && $1 == n && /x86-64/ { print $NF; found = 1 }'
 }
 
 # go_pprof ARGS...: `go tool pprof` with a private, offline Go environment.

@@ -1,0 +1,145 @@
+/*
+ * region.h: the allocprof-owned address range that serves sampled blocks.
+ *
+ * Design (2) of DESIGN.md's free() fast path: if every sampled block lives
+ * inside one range reserved by the runtime, free() decides "was this pointer
+ * sampled?" with a subtraction and a compare against two globals, and only
+ * pointers inside the range take the slow path. The range is reserved once
+ * with mmap(PROT_NONE, MAP_NORESERVE): it costs address space, not memory.
+ *
+ * Blocks are page-granular runs: a block of n bytes (aligned to `align`)
+ * uses ceil(n / page) pages; an alignment above the page size
+ * over-reserves align/page - 1 pages and puts the block at the first aligned
+ * page of the run. The range is readable and writable below a high-water
+ * mark that mprotect raises REGION_RW_STEP pages (1 MiB) or more at a time
+ * as fresh runs need it, and never lowers: the used part stays a single
+ * mapping (no vm.max_map_count trouble, one system call per MiB of fresh
+ * runs, none on reuse), and the rest of the reservation costs no memory and
+ * is absent from core dumps. A freed block's run goes on a free list by run
+ * length. Up to cache_limit pages of freed runs keep their pages, so a
+ * program that keeps allocating and freeing sampled blocks reuses warm
+ * pages without a system call or a page fault; a run beyond that budget
+ * gives its pages back with madvise(MADV_DONTNEED) (private anonymous pages
+ * then read as zero). Fresh and given-back pages are zero; a cached run is
+ * zeroed only when the caller asks (calloc). Free lists are by run length:
+ * exact page counts up to REGION_EXACT pages, powers of two above (a run of
+ * that class is reserved whole, but only the pages the block touches are
+ * ever backed, so the rounding costs address space only). Fresh runs come
+ * from a bump pointer. When neither has a run, region_alloc fails and the
+ * caller serves the block elsewhere (design 1): the range never makes an
+ * allocation fail.
+ *
+ * Per-block bookkeeping (the sample record, the run's geometry) is in a side
+ * table indexed by page number, (p - base) >> page_shift, so every lookup is
+ * O(1) and nothing is stored in the blocks themselves. The side table is
+ * its own MAP_NORESERVE mapping; only the parts under used pages are ever
+ * touched. Free runs are linked through the side-table slot of their first
+ * page (their own pages are inaccessible).
+ *
+ * One mutex serialises every operation: they all run on the sampled slow
+ * path, which is rare by construction at the rates the runtime uses the
+ * range for. region_lock/unlock/reset_lock are for pthread_atfork.
+ * No global state: the runtime owns one region, tests make their own.
+ */
+#ifndef AP_PRELOAD_REGION_H
+#define AP_PRELOAD_REGION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampled_set.h"
+
+#define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
+#define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
+/* Freed pages kept (not given back) for reuse: region_init's default
+ * budget. A cap, not a reservation: only pages of freed sampled blocks are
+ * kept. With 4 MiB, bench/malloc_workload_bench mixed over jemalloc gave
+ * back and refaulted a run on ~10% of sampled frees (its 8-512 KiB blocks
+ * spread over many classes); with 16 MiB on none, for 1.6 MiB more RSS. */
+#define REGION_CACHE_BYTES ((size_t)16 << 20)
+/* Pages the accessible part grows by at least (1 MiB at 4 KiB pages). */
+#define REGION_RW_STEP ((size_t)256)
+
+enum region_slot_state { REGION_SLOT_NONE = 0, REGION_SLOT_LIVE, REGION_SLOT_FREE };
+
+typedef struct region_slot {
+	sample_rec rec;        /* the block's sample record (LIVE slots) */
+	uint32_t run_pages;    /* pages of the run (its class size) */
+	uint32_t off_pages;    /* pages from the run's start to the block */
+	uint32_t used_pages;   /* LIVE: pages of the block;
+				  FREE: first pages kept, maybe dirty (cached) */
+	uint32_t next;         /* FREE: next free run's first page + 1, 0 = end */
+	uint8_t state;         /* enum region_slot_state */
+} region_slot;
+
+typedef struct region {
+	uintptr_t base;        /* first byte of the reservation, 0 = none */
+	size_t size;           /* bytes reserved */
+	size_t page;           /* page size */
+	unsigned page_shift;
+	size_t npages;         /* size >> page_shift */
+	size_t prefix_pages;   /* pages kept for the caller (always RW) */
+	region_slot *slots;    /* npages entries */
+	size_t slots_len;      /* bytes mapped for slots */
+	pthread_mutex_t lock;
+	size_t bump;           /* first page never handed out */
+	size_t rw_pages;       /* pages below this index are accessible */
+	uint32_t heads[REGION_NCLASSES]; /* free runs: first page + 1 */
+	size_t live;           /* live blocks */
+	size_t committed;      /* pages of live blocks */
+	size_t cached;         /* pages kept in free runs */
+	size_t cache_limit;    /* at most this many (REGION_CACHE_BYTES) */
+	uint64_t refused;      /* allocations that failed (exhausted etc.) */
+	uint32_t fail_commit;  /* test hook: the n-th next raise of the
+				  high-water mark fails (1 = next) */
+} region;
+
+/*
+ * Reserve a range of `want` bytes, or failing that successively a quarter
+ * of it, down to `min` bytes (both rounded to pages). The first `prefix`
+ * bytes (rounded up to pages) are made readable and writable and are never
+ * handed out: they are the caller's (the runtime's bootstrap pool). 0, or
+ * AP_EINVAL (want < min, prefix too large) / AP_ENOMEM (nothing could be
+ * reserved), leaving r->size == 0; such a region refuses every allocation.
+ */
+int region_init(region *r, size_t want, size_t min, size_t prefix);
+/* Unmap everything (tests; the runtime keeps its range for life). */
+void region_destroy(region *r);
+/* Keep only the prefix: unmap the rest and the side table; from then on the
+ * region refuses every allocation and contains nothing (size 0). The
+ * prefix stays mapped at base. Only before any block was handed out. */
+void region_retire(region *r);
+
+/* Is p inside the range (prefix included)? */
+static inline bool region_contains(const region *r, const void *p)
+{
+	return (uintptr_t)p - r->base < r->size;
+}
+
+/*
+ * A block of at least n bytes aligned to `align` (0 = the page), readable
+ * and writable, its first n bytes zero if `zero` (else they may hold a
+ * freed block's data); *usable gets its usable size (whole pages, at least
+ * n rounded up: a reused cached run may be larger). NULL when
+ * the range cannot serve it: no reservation, align not a power of two,
+ * too large, range exhausted, or mprotect failed (commit limit).
+ * The block's record is zero until region_set_rec.
+ */
+void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable);
+/* Store p's record (p a live block). false if p is not one. */
+bool region_set_rec(region *r, const void *p, const sample_rec *rec);
+/* Copy p's record and usable size (either may be NULL). false if p is not
+ * a live block (never allocated, an interior pointer, already freed). */
+bool region_get(region *r, const void *p, sample_rec *rec, size_t *usable);
+/* Return p's pages and copy its record out. false (nothing done) if p is
+ * not a live block: a double free or a pointer the region never returned. */
+bool region_free(region *r, void *p, sample_rec *rec_out);
+
+void region_lock(region *r);
+void region_unlock(region *r);
+/* In a fork child: reinitialise the lock (the parent's holders are gone). */
+void region_reset_lock(region *r);
+
+#endif

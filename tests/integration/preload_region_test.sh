@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# preload_region_test.sh: design (2) of the free() fast path end to end.
+# At a rate of 16 KiB or more the runtime serves sampled blocks from its own
+# address range (src/preload/region.h); progs/region_allocs drives every
+# malloc-family entry point with 1 MiB blocks (sampled with probability
+# 1 - e^-64 at rate 16384), across 4 threads and a fork, and counts the
+# blocks bearing the range's signature (page-aligned, usable size a whole
+# number of pages) among those of entry points for which glibc never
+# returns that (all but alignments of a page or more).
+#  - glibc alone: 0 such blocks, no errors;
+#  - runtime at rate=16384: every such block has it (the odds of one 1 MiB block
+#    escaping sampling are below 1e-13), no errors, a readable profile;
+#  - runtime at rate=1 (below the range's threshold: design 1 serves
+#    samples from glibc): 0 such blocks, no errors;
+#  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks;
+#  - runtime on jemalloc, tcmalloc, mimalloc (if installed) at 16384: no
+#    errors (their large blocks can look paged, so only errors are checked).
+# AP_TEST_PRELOAD: needs the runtime.
+. "$(dirname "$0")/preload_smoke_test.sh"
+
+PROG=$AP_PROGDIR/region_allocs
+[ -x "$PROG" ] || fail "not built: $PROG"
+
+# run NAME PRELOAD OPTIONS: run the program; leaves "blocks signed paged errors"
+# in $TMP/NAME.counts and fails on a nonzero exit.
+run() {
+	local name=$1 pre=$2 opts=$3 st=0
+	mkdir -p "$TMP/$name"
+	bounded 120 env LD_PRELOAD="$pre" ALLOCPROF_OPTIONS="$opts,output=$TMP/$name/p.%p.pb.gz" \
+		"$PROG" >"$TMP/$name.out" 2>"$TMP/$name.err" || st=$?
+	[ $st = 0 ] || fail "$name: exit status $st: $(head -5 "$TMP/$name.err")"
+	[ ! -s "$TMP/$name.err" ] || fail "$name: stderr: $(head -5 "$TMP/$name.err")"
+	awk '$1 == "blocks" && $3 == "signed" && $5 == "paged" && $7 == "errors" { print $2, $4, $6, $8 }' \
+		"$TMP/$name.out" >"$TMP/$name.counts"
+	[ -s "$TMP/$name.counts" ] || fail "$name: no summary line: $(cat "$TMP/$name.out")"
+}
+
+run plain "" "seed=1"
+read -r blocks signed paged errors <"$TMP/plain.counts"
+[ "$blocks" -gt 500 ] || fail "plain: only $blocks blocks checked"
+[ "$signed" -gt 300 ] || fail "plain: only $signed blocks with a distinctive signature"
+[ "$paged" = 0 ] || fail "plain: glibc returned $paged page-rounded blocks; the signature is not distinctive"
+
+run region "$LIB" "seed=3,rate=16384"
+read -r b2 s2 p2 e2 <"$TMP/region.counts"
+[ "$b2" = "$blocks" ] || fail "region: $b2 blocks checked, $blocks without the runtime"
+[ "$s2" = "$signed" ] || fail "region: $s2 signed blocks, $signed without the runtime"
+[ "$p2" = "$s2" ] || fail "region: only $p2 of $s2 blocks came from the range"
+check_profiles region "$TMP/region"
+
+run rate1 "$LIB" "seed=3,rate=1"
+read -r b3 s3 p3 e3 <"$TMP/rate1.counts"
+[ "$s3" = "$signed" ] || fail "rate1: $s3 signed blocks, $signed without the runtime"
+[ "$p3" = 0 ] || fail "rate1: $p3 blocks came from the range below its threshold rate"
+check_profiles rate1 "$TMP/rate1"
+
+run range0 "$LIB" "seed=3,rate=16384,range=0"
+read -r b4 s4 p4 e4 <"$TMP/range0.counts"
+[ "$s4" = "$signed" ] || fail "range0: $s4 signed blocks, $signed without the runtime"
+[ "$p4" = 0 ] || fail "range0: $p4 blocks came from the range with range=0"
+check_profiles range0 "$TMP/range0"
+
+for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
+	alloc=$(lib_path "$soname")
+	[ -n "$alloc" ] || continue
+	tag=${soname%%.so*}
+	run "$tag" "$LIB $alloc" "seed=5,rate=16384"
+	check_profiles "$tag" "$TMP/$tag"
+done
+echo "region: ok (blocks $b2, signed $s2, from the range $p2; errors $errors/$e2/$e3)"
