@@ -34,7 +34,7 @@ void ap_cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-int ap_parse_u64(const char *s, uint64_t *out)
+int ap_cli_parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
@@ -47,7 +47,7 @@ int ap_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-int ap_parse_double(const char *s, double *out)
+int ap_cli_parse_double(const char *s, double *out)
 {
 	char *end;
 	if (!s || !*s || *s == ' ')
@@ -60,10 +60,10 @@ int ap_parse_double(const char *s, double *out)
 	return 0;
 }
 
-int ap_parse_level(const char *s, double *out)
+int ap_cli_parse_level(const char *s, double *out)
 {
 	double v;
-	if (ap_parse_double(s, &v) || !(v > 0.0 && v < 1.0))
+	if (ap_cli_parse_double(s, &v) || !(v > 0.0 && v < 1.0))
 		return -1;
 	*out = v;
 	return 0;

@@ -20,10 +20,10 @@ void ap_cli_set_progname(const char *name);
 void ap_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Strict parsers: 0 on success, -1 on a malformed or out-of-range token. */
-int ap_parse_u64(const char *s, uint64_t *out);
-int ap_parse_double(const char *s, double *out);
+int ap_cli_parse_u64(const char *s, uint64_t *out);
+int ap_cli_parse_double(const char *s, double *out);
 /* A confidence level strictly between 0 and 1. */
-int ap_parse_level(const char *s, double *out);
+int ap_cli_parse_level(const char *s, double *out);
 
 /*
  * Read a whole file ("-" = stdin) into a malloc'd buffer. 0 on success; on

@@ -54,7 +54,7 @@ static int ci_option(struct ci_args *a, int opt, const char *val)
 {
 	switch (opt) {
 	case OPT_SAMPLES:
-		if (ap_parse_u64(val, &a->samples) ||
+		if (ap_cli_parse_u64(val, &a->samples) ||
 		    a->samples > ((uint64_t)1 << 53)) {
 			ap_cli_error("--samples wants a whole number from 0 to 2^53, not '%s'",
 				     val);
@@ -63,14 +63,14 @@ static int ci_option(struct ci_args *a, int opt, const char *val)
 		a->have_samples = true;
 		return 0;
 	case OPT_U:
-		if (ap_parse_double(val, &a->u) || !(a->u >= 0)) {
+		if (ap_cli_parse_double(val, &a->u) || !(a->u >= 0)) {
 			ap_cli_error("--u wants a number of bytes >= 0, not '%s'", val);
 			return -1;
 		}
 		a->have_u = true;
 		return 0;
 	case OPT_RATE:
-		if (ap_parse_double(val, &a->rate) || !(a->rate >= 1)) {
+		if (ap_cli_parse_double(val, &a->rate) || !(a->rate >= 1)) {
 			ap_cli_error("--rate wants a sampling interval in bytes >= 1, not '%s'",
 				     val);
 			return -1;
@@ -78,7 +78,7 @@ static int ci_option(struct ci_args *a, int opt, const char *val)
 		a->have_rate = true;
 		return 0;
 	case OPT_LEVEL:
-		if (ap_parse_level(val, &a->level)) {
+		if (ap_cli_parse_level(val, &a->level)) {
 			ap_cli_error("--level wants a number strictly between 0 and 1, not '%s'",
 				     val);
 			return -1;

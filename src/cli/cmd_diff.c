@@ -403,7 +403,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 				return AP_EXIT_USAGE;
 			}
 		} else if (c == OPT_TOP) {
-			if (ap_parse_u64(optarg, &a->top)) {
+			if (ap_cli_parse_u64(optarg, &a->top)) {
 				ap_cli_error("--top wants a non-negative "
 					     "integer, not '%s'", optarg);
 				return AP_EXIT_USAGE;

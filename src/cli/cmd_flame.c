@@ -280,7 +280,7 @@ int ap_cmd_flame(int argc, char **argv)
 		} else if (c == OPT_BASE) {
 			base = optarg;
 		} else if (c == OPT_WIDTH) {
-			if (ap_parse_u64(optarg, &width) || width < 200 ||
+			if (ap_cli_parse_u64(optarg, &width) || width < 200 ||
 			    width > 100000) {
 				ap_cli_error("--width wants pixels from 200 to "
 					     "100000, not '%s'", optarg);

@@ -80,7 +80,7 @@ static int parse_list(const char *arg, int (*parse)(const char *, void *),
 static int parse_quantile(const char *s, void *out)
 {
 	double q;
-	if (ap_parse_double(s, &q) || !(q >= 0.0 && q <= 1.0))
+	if (ap_cli_parse_double(s, &q) || !(q >= 0.0 && q <= 1.0))
 		return -1;
 	*(double *)out = q;
 	return 0;
@@ -88,7 +88,7 @@ static int parse_quantile(const char *s, void *out)
 
 static int parse_bound(const char *s, void *out)
 {
-	return ap_parse_u64(s, out);
+	return ap_cli_parse_u64(s, out);
 }
 
 /* Record every token of buf; on a bad token report its line, return -1. */
@@ -108,7 +108,7 @@ static int read_values(ap_hist *h, char *buf)
 		char saved = *p;
 		*p = 0;
 		uint64_t v;
-		if (ap_parse_u64(tok, &v)) {
+		if (ap_cli_parse_u64(tok, &v)) {
 			int digits = tok[strspn(tok, "0123456789")] == 0;
 			ap_cli_error("line %lu: '%.40s%s' is %s", line, tok,
 				     strlen(tok) > 40 ? "..." : "",
@@ -284,7 +284,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (ap_parse_u64(optarg, &u) || u < AP_HIST_SIGBITS_MIN ||
+			if (ap_cli_parse_u64(optarg, &u) || u < AP_HIST_SIGBITS_MIN ||
 			    u > AP_HIST_SIGBITS_MAX) {
 				ap_cli_error("--sigbits must be an integer 1..15, "
 					     "not '%s'", optarg);
@@ -328,7 +328,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 		case 'n':
-			if (ap_parse_double(optarg, &d) || d != floor(d) ||
+			if (ap_cli_parse_double(optarg, &d) || d != floor(d) ||
 			    d < -4 || d > 8) {
 				ap_cli_error("--%s: %s must be an integer -4..8, "
 					     "not '%s'", c == 'o' ? "otel" : "native",

@@ -79,7 +79,7 @@ static int parse_size_range(const char *s, hv_options *o)
 	memcpy(lo, s, n);
 	lo[n] = 0;
 	uint64_t a = 0, b = UINT64_MAX;
-	if ((n && ap_parse_u64(lo, &a)) || (colon[1] && ap_parse_u64(colon + 1, &b)))
+	if ((n && ap_cli_parse_u64(lo, &a)) || (colon[1] && ap_cli_parse_u64(colon + 1, &b)))
 		return -1;
 	if (a > b)
 		return -1;
@@ -140,13 +140,13 @@ static int parse(int argc, char **argv, struct ropts *r)
 			}
 			break;
 		case O_TOP:
-			if (ap_parse_u64(optarg, &r->top)) {
+			if (ap_cli_parse_u64(optarg, &r->top)) {
 				ap_cli_error("--top needs a number >= 0, not '%s'", optarg);
 				return AP_EXIT_USAGE;
 			}
 			break;
 		case O_LEVEL:
-			if (ap_parse_level(optarg, &r->hv.level)) {
+			if (ap_cli_parse_level(optarg, &r->hv.level)) {
 				ap_cli_error("--level must be strictly between 0 and 1, not '%s'",
 					     optarg);
 				return AP_EXIT_USAGE;

@@ -484,7 +484,7 @@ static bool valid_rate(const char *s)
 		return false;
 	memcpy(digits, s, n);
 	digits[n] = 0;
-	return ap_parse_u64(digits, &v) == 0 && v > 0;
+	return ap_cli_parse_u64(digits, &v) == 0 && v > 0;
 }
 
 /*

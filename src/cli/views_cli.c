@@ -23,7 +23,7 @@ int vc_view_option(int opt, const char *arg, hv_options *o)
 	case VC_OPT_FOCUS: o->focus = arg; return 0;
 	case VC_OPT_IGNORE: o->ignore = arg; return 0;
 	case VC_OPT_LEVEL:
-		if (ap_parse_level(arg, &o->level)) {
+		if (ap_cli_parse_level(arg, &o->level)) {
 			ap_cli_error("--level wants a number strictly between 0 "
 				     "and 1, not '%s'", arg);
 			return AP_EXIT_USAGE;
