@@ -374,7 +374,7 @@ void ap_fg_format_bytes(double b, char *buf, size_t n)
 }
 
 /* A warm colour (red to yellow) chosen by the name alone. */
-static void name_colour(const char *name, char *buf, size_t n)
+void ap_fg_name_colour(const char *name, char *buf, size_t n)
 {
 	uint64_t h = mix64(fnv1a(name));
 	unsigned r = 205 + (unsigned)(h % 51);
@@ -730,7 +730,7 @@ int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
 			      sizeof fill))
 			sanitize_colour(fill);
 		else if (i)
-			name_colour(g->names[nd->name], fill, sizeof fill);
+			ap_fg_name_colour(g->names[nd->name], fill, sizeof fill);
 		else
 			snprintf(fill, sizeof fill, "rgb(190,190,200)");
 		fprintf(out, "<g class=\"f\" data-p=\"%d\" data-x=\"%.12g\" "

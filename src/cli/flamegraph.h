@@ -64,6 +64,10 @@ typedef struct ap_fg ap_fg;
 ap_fg *ap_fg_create(size_t payload_size, ap_fg_add_fn add);
 void ap_fg_destroy(ap_fg *g);
 
+/* The fill colour of a frame: a warm rgb() chosen by the name alone, so the
+ * same function has the same colour in every graph. */
+void ap_fg_name_colour(const char *name, char *buf, size_t n);
+
 /*
  * Add one stack: nframes names, root first (frames[0] is the outermost
  * caller), its estimated bytes (sets the widths), its sample count and

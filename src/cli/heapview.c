@@ -47,7 +47,7 @@ const char *hv_method_name(hv_method m)
 
 /* ---- statistics ------------------------------------------------------ */
 
-static void stat_add_group(hv_stat *s, double rate, uint64_t samples, double u)
+void hv_stat_add_group(hv_stat *s, double rate, uint64_t samples, double u)
 {
 	for (size_t i = 0; i < s->nrates; i++) {
 		if (s->rates[i].rate == rate) {
@@ -74,7 +74,7 @@ void hv_stat_add(hv_stat *into, const hv_stat *from)
 	into->u += from->u;
 	into->rates_overflow |= from->rates_overflow;
 	for (size_t i = 0; i < from->nrates; i++)
-		stat_add_group(into, from->rates[i].rate, from->rates[i].samples,
+		hv_stat_add_group(into, from->rates[i].rate, from->rates[i].samples,
 			       from->rates[i].u);
 }
 
@@ -419,7 +419,7 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 	}
 	st->samples = ns;
 	st->u = u;
-	stat_add_group(st, rate, ns, u);
+	hv_stat_add_group(st, rate, ns, u);
 	if (b->first_rate == 0)
 		b->first_rate = rate;
 	else if (rate != b->first_rate)

@@ -103,6 +103,10 @@ typedef struct hv_stat {
 
 /* into += from (all sums and per-rate groups). */
 void hv_stat_add(hv_stat *into, const hv_stat *from);
+/* Add one group of samples drawn at rate (its sample count and sum of u),
+ * kept apart from other rates for the NB interval; at most HV_MAX_RATES
+ * rates, after which rates_overflow is set. */
+void hv_stat_add_group(hv_stat *s, double rate, uint64_t samples, double u);
 /* Compute intervals at level from the sums (never fails; NaN on bad sums). */
 void hv_stat_finish(hv_stat *s, double level);
 

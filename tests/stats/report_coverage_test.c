@@ -24,11 +24,9 @@
  * site in most replications, which the test asserts.
  */
 #define _GNU_SOURCE
-#include "../../src/cli/cli_util.c"
-#include "../../src/cli/cmd_convert.c"
-#include "../../src/cli/cmd_merge.c"
-#include "../../src/cli/heapview.c"
-#include "../../src/cli/json.c"
+#include "cli_util.h"
+#include "heapview.h"
+#include "json.h"
 
 #include "aptest.h"
 #include "report_synth.h"

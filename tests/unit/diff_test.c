@@ -5,7 +5,10 @@
  * rate, a doubled site found) is tests/stats/diff_*_test.c.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "views_util.c"
+#include "views_util.h"
+
+#include "allocprof/common.h"
+#include "allocprof/estimate.h"
 
 #include <stdlib.h>
 #include <string.h>

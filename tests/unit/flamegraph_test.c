@@ -7,7 +7,7 @@
  * (xmllint); here we check sums, layout, escaping and determinism.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "flamegraph.c"
+#include "flamegraph.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -244,9 +244,9 @@ AP_TEST(parents_are_emitted_before_children)
 AP_TEST(colours_depend_only_on_the_name)
 {
 	char c1[32], c2[32], c3[32];
-	name_colour("parse", c1, sizeof c1);
-	name_colour("parse", c2, sizeof c2);
-	name_colour("render", c3, sizeof c3);
+	ap_fg_name_colour("parse", c1, sizeof c1);
+	ap_fg_name_colour("parse", c2, sizeof c2);
+	ap_fg_name_colour("render", c3, sizeof c3);
 	AP_CHECK(!strcmp(c1, c2));
 	AP_CHECK(strcmp(c1, c3));
 	unsigned r, g, b;
@@ -385,7 +385,7 @@ AP_TEST(colour_and_note_hooks_decide_fill_and_extra_lines)
 	AP_CHECK_MSG(strstr(b, "fill=\"rgb(255,0,0)   script \""), "%s", b);
 	AP_CHECK(!strstr(svg, "<script>"));
 	char want[32];
-	name_colour("small", want, sizeof want);
+	ap_fg_name_colour("small", want, sizeof want);
 	const char *s = strstr(svg, "data-n=\"small\"");
 	AP_CHECK(s && strstr(s, want));
 	/* The note is escaped and its newline becomes a tooltip line. */

@@ -8,11 +8,9 @@
  * through a weak reference, and these profiles are already symbolized).
  */
 #define _GNU_SOURCE
-#include "../../src/cli/cli_util.c"
-#include "../../src/cli/cmd_convert.c"
-#include "../../src/cli/cmd_merge.c"
-#include "../../src/cli/heapview.c"
-#include "../../src/cli/json.c"
+#include "cli_util.h"
+#include "heapview.h"
+#include "json.h"
 
 #include <unistd.h>
 
@@ -212,15 +210,15 @@ AP_TEST(stat_finish_edge_cases)
 	hv_stat a, b;
 	memset(&a, 0, sizeof a);
 	memset(&b, 0, sizeof b);
-	stat_add_group(&a, 100, 2, 10);
-	stat_add_group(&b, 100, 3, 5);
-	stat_add_group(&b, 200, 1, 1);
+	hv_stat_add_group(&a, 100, 2, 10);
+	hv_stat_add_group(&b, 100, 3, 5);
+	hv_stat_add_group(&b, 200, 1, 1);
 	hv_stat_add(&a, &b);
 	AP_CHECK_EQ_U64(a.nrates, 2);
 	AP_CHECK_EQ_U64(a.rates[0].samples, 5);
 	AP_CHECK_NEAR(a.rates[0].u, 15, 0, 0);
 	for (int r = 0; r < HV_MAX_RATES + 2; r++)
-		stat_add_group(&a, 1000 + r, 1, 1);
+		hv_stat_add_group(&a, 1000 + r, 1, 1);
 	AP_CHECK(a.rates_overflow && a.nrates == HV_MAX_RATES);
 }
 
