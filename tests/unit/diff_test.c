@@ -1,6 +1,6 @@
 /*
  * diff_test.c: the difference intervals of allocprof diff and the folded
- * helpers (src/cli/views_util.c, compiled in: the CLI is not a library).
+ * helpers (src/cli/views_util.c, from the command's object library).
  * The statistical behaviour over many runs (no false alarms at the nominal
  * rate, a doubled site found) is tests/stats/diff_*_test.c.
  */

@@ -1,10 +1,10 @@
 /*
  * flamegraph_test.c: the stack tree and SVG writer of allocprof flame.
  *
- * The CLI is an executable, not a library, so the writer's single source file
- * is compiled into this test directly. Well-formedness under a real XML
- * parser is checked end to end by tests/integration/flame_*_test.sh
- * (xmllint); here we check sums, layout, escaping and determinism.
+ * Links the command's object library (allocprof_cli_obj). Well-formedness
+ * under a real XML parser is checked end to end by
+ * tests/integration/flame_*_test.sh (xmllint); here we check sums, layout,
+ * escaping, hooks and determinism.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flamegraph.h"
