@@ -1,6 +1,6 @@
 /*
  * preload_stress_test.c: the runtime's sampled path without preloading:
- * 8 threads record sampled allocations (stack table + sampled set, as
+ * 16 threads record sampled allocations (stack table + sampled set, as
  * rt_sample_end does) and free each other's blocks (set remove + table free,
  * as rt_free_sampled does), while another thread keeps building profiles
  * from the same tables, as the dumper does. Afterwards every count must be
@@ -18,7 +18,7 @@
 #include "sampled_set.h"
 #include "stack_table.h"
 
-enum { THREADS = 8, OPS = 20000, SLOTS = 64 };
+enum { THREADS = 16, OPS = 20000, SLOTS = 64 };
 
 static arena a;
 static stack_table table;
