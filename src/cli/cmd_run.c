@@ -83,6 +83,16 @@ static int find_preload(char *out, size_t cap)
 					     PRELOAD_NAME) < cap &&
 			    access(out, R_OK) == 0)
 				return 0;
+#ifdef AP_INSTALL_RELLIBDIR
+			/* An installed tree moved as a whole (--prefix at
+			 * install time, a package unpacked elsewhere):
+			 * PREFIX/bin/allocprof beside PREFIX/lib. */
+			if ((size_t)snprintf(out, cap, "%s/../%s/%s", exe,
+					     AP_INSTALL_RELLIBDIR,
+					     PRELOAD_NAME) < cap &&
+			    access(out, R_OK) == 0)
+				return 0;
+#endif
 		}
 	}
 #ifdef AP_INSTALL_LIBDIR
