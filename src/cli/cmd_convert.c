@@ -32,6 +32,7 @@
 #include "heapview.h"
 #include "json.h"
 #include "symbolize.h"
+#include "views_cli.h"
 
 /* Without symbolize.c linked in (unit tests), profiles keep addresses. */
 #pragma weak sym_symbolize_profile
@@ -168,6 +169,8 @@ static int emit(const char *path, const void *buf, size_t len)
 	return AP_EXIT_OK;
 }
 
+/* The same folded lines as `allocprof folded` (vc_write_folded: sanitised
+ * frames, merged stacks, weights summing to the rounded total). */
 static int to_folded(const ap_profile *p, hv_kind kind, FILE *f, char *err,
 		     size_t errlen)
 {
@@ -179,26 +182,12 @@ static int to_folded(const ap_profile *p, hv_kind kind, FILE *f, char *err,
 	int rc = hv_build(p, &o, &v, err, errlen);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < hv_nstacks(v); i++) {
-		const hv_site *s = hv_stack_at(v, i);
-		double w = round(s->stat.bytes);
-		if (!(w >= 1))
-			continue;
-		/* FlameGraph's grammar: frames may not hold ';' or start a
-		 * line with a space; names with either are rare (C++
-		 * templates): replace, never drop */
-		for (size_t j = s->nstack; j-- > 0;) {
-			for (const char *c = s->stack[j].function; *c; c++)
-				fputc(*c == ';' ? ':' : *c == '\n' ? ' ' : *c, f);
-			if (j)
-				fputc(';', f);
-		}
-		if (!s->nstack)
-			fputs("(no stack)", f);
-		fprintf(f, " %.0f\n", w);
+	if (vc_write_folded(v, f)) {
+		snprintf(err, errlen, "writing folded stacks: %s", strerror(errno));
+		rc = AP_EIO;
 	}
 	hv_destroy(v);
-	return 0;
+	return rc;
 }
 
 static void json_frame(json_writer *w, const ap_profile *p,

@@ -36,6 +36,9 @@ grep -Evq '^[^ ;][^;]*(;[^;]+)* [0-9]+$' "$TMP/f.txt" && fail "folded grammar: $
 sum=$(awk '{s += $NF} END {print s}' "$TMP/f.txt")
 [ "$sum" = "$(total_of alloc "$TMP/exact.pb.gz")" ] || fail "folded sum $sum != report total"
 grep -q ';make_nodes 240000$' "$TMP/f.txt" || fail "folded: no make_nodes line: $(cat "$TMP/f.txt")"
+# One folded writer: convert's output is exactly allocprof folded's.
+"$CLI" folded --alloc "$TMP/exact.pb.gz" > "$TMP/f2.txt"
+cmp -s "$TMP/f.txt" "$TMP/f2.txt" || fail "convert --to folded differs from allocprof folded"
 
 # json: parseable, every sample present with frames
 "$CLI" convert --to json "$TMP/exact.pb.gz" -o "$TMP/p.json"
