@@ -9,6 +9,9 @@ cli="$AP_BINDIR/allocprof"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+EXPECT_DIR=$tmp
+# shellcheck source=cli_expect.sh
+. "$(dirname "$0")/cli_expect.sh"
 
 # within A B TOL: |A - B| <= TOL (integers).
 within() { local d=$(( $1 - $2 )); [ "${d#-}" -le "$3" ]; }
@@ -59,13 +62,10 @@ grep -q '^usage: allocprof ci' "$tmp/help" || fail "--help prints no usage"
 # --- usage errors: exit 1, one line on stderr naming the problem, no stdout ---
 # expect_usage PATTERN ARGS...
 expect_usage() {
-	local pat=$1 st=0
+	local pat=$1
 	shift
-	"$cli" ci "$@" > "$tmp/out" 2> "$tmp/err" || st=$?
-	[ "$st" = 1 ] || fail "ci $* exited $st, want 1"
-	[ "$(wc -l < "$tmp/err")" = 1 ] || fail "ci $*: stderr is not one line: $(cat "$tmp/err")"
+	expect_status 1 "$cli" ci "$@"
 	grep -q -- "$pat" "$tmp/err" || fail "ci $*: message lacks '$pat': $(cat "$tmp/err")"
-	[ ! -s "$tmp/out" ] || fail "ci $*: printed to stdout on error"
 }
 expect_usage 'missing --samples'
 expect_usage 'missing --u' --samples 8 --rate 102400

@@ -12,6 +12,9 @@ command -v python3 > /dev/null || { echo "SKIP: python3 not installed"; exit 77;
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+EXPECT_DIR=$tmp
+# shellcheck source=cli_expect.sh
+. "$(dirname "$0")/cli_expect.sh"
 
 # Rate 1: every allocation recorded, so estimates are the truth.
 printf '100 10 10 main;a\n50 4 4 main;b\n10 1 1 main;c\n' | "$mk" 1 "$tmp/b1.pb" > /dev/null
@@ -136,25 +139,14 @@ grep -q 'intervals are approximate' "$tmp/go.txt" || fail "no approximate note: 
 head -c 50 "$tmp/bs.pb" > "$tmp/trunc.pb"
 printf 'nope' > "$tmp/garbage.pb"
 for pair in "$tmp/trunc.pb $tmp/ns.pb" "$tmp/bs.pb $tmp/garbage.pb" "$tmp/missing.pb $tmp/ns.pb"; do
-  set +e
   # shellcheck disable=SC2086
-  "$cli" diff $pair > "$tmp/out" 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 2 ] || fail "diff $pair: exit $rc, want 2"
-  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "diff $pair: $(cat "$tmp/err")"
-  [ ! -s "$tmp/out" ] || fail "diff $pair: printed output"
+  expect_status 2 "$cli" diff $pair
 done
 for args in "" "$tmp/bs.pb" "$tmp/bs.pb $tmp/ns.pb $tmp/ns.pb" "--by file $tmp/bs.pb $tmp/ns.pb" \
             "--level 0 $tmp/bs.pb $tmp/ns.pb" "--top -1 $tmp/bs.pb $tmp/ns.pb" "--what $tmp/bs.pb $tmp/ns.pb" \
             "- -"; do
-  set +e
   # shellcheck disable=SC2086
-  "$cli" diff $args > /dev/null 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 1 ] || fail "diff $args: exit $rc, want 1"
-  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "diff $args: $(cat "$tmp/err")"
+  expect_status 1 "$cli" diff $args
 done
 # One side may come from standard input.
 "$cli" diff --alloc --json - "$tmp/n1.pb" < "$tmp/b1.pb" |

@@ -10,6 +10,9 @@ command -v xmllint > /dev/null || { echo "SKIP: xmllint not installed"; exit 77;
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+EXPECT_DIR=$tmp
+# shellcheck source=cli_expect.sh
+. "$(dirname "$0")/cli_expect.sh"
 
 cat > "$tmp/desc" <<'EOF'
 64 10 4 main;parse;xmalloc
@@ -109,22 +112,11 @@ head -c 120 "$tmp/p.pb" > "$tmp/trunc.pb"
 printf 'garbage' > "$tmp/garbage.pb"
 : > "$tmp/zero.pb"
 for bad in "$tmp/trunc.pb" "$tmp/garbage.pb" "$tmp/zero.pb" "$tmp/missing.pb"; do
-  set +e
-  "$cli" flame "$bad" > "$tmp/out" 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 2 ] || fail "$(basename "$bad"): exit $rc, want 2"
-  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "$(basename "$bad"): $(cat "$tmp/err")"
-  [ ! -s "$tmp/out" ] || fail "$(basename "$bad"): wrote a partial SVG"
+  expect_status 2 "$cli" flame "$bad"
 done
 for args in "" "--width 10 $tmp/p.pb" "--level 1.5 $tmp/p.pb" "--nope $tmp/p.pb" "--title"; do
-  set +e
   # shellcheck disable=SC2086
-  "$cli" flame $args > /dev/null 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 1 ] || fail "flame $args: exit $rc, want 1"
-  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "flame $args: $(cat "$tmp/err")"
+  expect_status 1 "$cli" flame $args
 done
 "$cli" flame --help | grep -q '^usage: allocprof flame' || fail "--help"
 echo "flame svg: ok"

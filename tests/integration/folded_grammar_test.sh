@@ -10,6 +10,9 @@ mk="$AP_PROGDIR/view_mkprof"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+EXPECT_DIR=$tmp
+# shellcheck source=cli_expect.sh
+. "$(dirname "$0")/cli_expect.sh"
 
 # size alloc_samples inuse_samples stack. Names with ';', a newline, a tab,
 # leading spaces, an empty frame, markup and invalid UTF-8 (\xff).
@@ -83,26 +86,14 @@ printf 'this is not a profile\n' > "$tmp/garbage.pb"
 printf '\x1f\x8b\x08\x00garbage' > "$tmp/badgz.pb"
 for bad in "$tmp/trunc.pb" "$tmp/garbage.pb" "$tmp/zero.pb" \
            "$tmp/badgz.pb" "$tmp/missing.pb"; do
-  set +e
-  "$cli" folded "$bad" > "$tmp/out" 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 2 ] || fail "$(basename "$bad"): exit $rc, want 2"
-  [ "$(wc -l < "$tmp/err")" = 1 ] ||
-    fail "$(basename "$bad"): want one line on stderr, got: $(cat "$tmp/err")"
-  grep -q '^allocprof folded: ' "$tmp/err" || fail "message lacks the prefix"
-  [ ! -s "$tmp/out" ] || fail "$(basename "$bad"): printed output"
+  expect_status 2 "$cli" folded "$bad"
+  grep -q '^allocprof folded: ' "$tmp/err" || fail "message lacks the command's prefix"
 done
 
 # Usage errors: exit 1, one line.
 for args in "" "--bogus $tmp/p.pb" "--focus" "--focus ( $tmp/p.pb"; do
-  set +e
   # shellcheck disable=SC2086
-  "$cli" folded $args > /dev/null 2> "$tmp/err"
-  rc=$?
-  set -e
-  [ "$rc" = 1 ] || fail "folded $args: exit $rc, want 1"
-  [ "$(wc -l < "$tmp/err")" = 1 ] || fail "folded $args: $(cat "$tmp/err")"
+  expect_status 1 "$cli" folded $args
 done
 "$cli" folded --help | grep -q '^usage: allocprof folded' || fail "--help"
 echo "folded grammar: ok"

@@ -47,59 +47,49 @@ prof = field(1, vt) + b"".join(field(6, s) for s in (b"", b"cpu", b"nanoseconds"
 open(d + "/cpu.pb.gz", "wb").write(gzip.compress(prof))
 EOF
 
-# expect STATUS CMD...: exit status and exactly one stderr line, no crash
-expect() {
-	local want=$1
-	shift
-	set +e
-	"$@" > "$TMP/out" 2> "$TMP/err"
-	local st=$?
-	set -e
-	[ $st = "$want" ] || fail "'$*' exited $st, want $want; stderr: $(cat "$TMP/err")"
-	if [ "$want" != 0 ]; then
-		[ "$(wc -l < "$TMP/err")" = 1 ] || fail "'$*': stderr is not one line: $(cat "$TMP/err")"
-		grep -q '^allocprof ' "$TMP/err" || fail "'$*': unprefixed error: $(cat "$TMP/err")"
-	fi
-}
+# expect_status STATUS CMD...: exit status, one prefixed stderr line, no stdout
+EXPECT_DIR=$TMP
+# shellcheck source=cli_expect.sh
+. "$(dirname "$0")/cli_expect.sh"
 
 for f in truncated.pb.gz short_trailer.pb.gz empty.pb.gz text.txt random.bin \
 	corrupt.pb corrupt_gz.pb.gz cpu.pb.gz missing.pb.gz; do
-	expect 2 "$CLI" report "$TMP/$f"
+	expect_status 2 "$CLI" report "$TMP/$f"
 	grep -q "$TMP/$f" "$TMP/err" || fail "report $f: error does not name the file: $(cat "$TMP/err")"
-	expect 2 "$CLI" merge -o "$TMP/m.pb.gz" "$TMP/good.pb.gz" "$TMP/$f"
+	expect_status 2 "$CLI" merge -o "$TMP/m.pb.gz" "$TMP/good.pb.gz" "$TMP/$f"
 	[ ! -e "$TMP/m.pb.gz" ] || fail "merge wrote output despite bad input $f"
-	expect 2 "$CLI" convert --to folded "$TMP/$f"
+	expect_status 2 "$CLI" convert --to folded "$TMP/$f"
 done
 grep -q "not a heap profile" <("$CLI" report "$TMP/cpu.pb.gz" 2>&1) || fail "cpu profile: wrong reason"
 grep -q "empty" <("$CLI" report "$TMP/empty.pb.gz" 2>&1) || fail "empty file: wrong reason"
 
 # the good profile works, plain and gzip'd, and merges
-expect 0 "$CLI" report "$TMP/good.pb"
-expect 0 "$CLI" report --alloc --json "$TMP/good.pb.gz"
-expect 0 "$CLI" merge -o "$TMP/m.pb.gz" "$TMP/good.pb" "$TMP/good.pb.gz"
+expect_status 0 "$CLI" report "$TMP/good.pb"
+expect_status 0 "$CLI" report --alloc --json "$TMP/good.pb.gz"
+expect_status 0 "$CLI" merge -o "$TMP/m.pb.gz" "$TMP/good.pb" "$TMP/good.pb.gz"
 
 # unwritable output
-expect 2 "$CLI" merge -o "$TMP/no/such/dir/m.pb.gz" "$TMP/good.pb"
-expect 2 "$CLI" convert --to pprof -o "$TMP/no/such/dir/x" "$TMP/good.pb"
+expect_status 2 "$CLI" merge -o "$TMP/no/such/dir/m.pb.gz" "$TMP/good.pb"
+expect_status 2 "$CLI" convert --to pprof -o "$TMP/no/such/dir/x" "$TMP/good.pb"
 
 # usage errors exit 1
-expect 1 "$CLI" report
-expect 1 "$CLI" report --level 1.5 "$TMP/good.pb"
-expect 1 "$CLI" report --level nan "$TMP/good.pb"
-expect 1 "$CLI" report --by file "$TMP/good.pb"
-expect 1 "$CLI" report --top -3 "$TMP/good.pb"
-expect 1 "$CLI" report --size 10:5 "$TMP/good.pb"
-expect 1 "$CLI" report --size x "$TMP/good.pb"
-expect 1 "$CLI" report --focus '([' "$TMP/good.pb"
-expect 1 "$CLI" report --frobnicate "$TMP/good.pb"
-expect 1 "$CLI" merge "$TMP/good.pb"
-expect 1 "$CLI" merge -o "$TMP/x.pb.gz"
-expect 1 "$CLI" convert "$TMP/good.pb"
-expect 1 "$CLI" convert --to svg "$TMP/good.pb"
-expect 1 "$CLI" convert --to folded "$TMP/good.pb" "$TMP/good.pb"
-expect 1 "$CLI" convert --to heap_v2 --symbolize "$TMP/good.pb"
+expect_status 1 "$CLI" report
+expect_status 1 "$CLI" report --level 1.5 "$TMP/good.pb"
+expect_status 1 "$CLI" report --level nan "$TMP/good.pb"
+expect_status 1 "$CLI" report --by file "$TMP/good.pb"
+expect_status 1 "$CLI" report --top -3 "$TMP/good.pb"
+expect_status 1 "$CLI" report --size 10:5 "$TMP/good.pb"
+expect_status 1 "$CLI" report --size x "$TMP/good.pb"
+expect_status 1 "$CLI" report --focus '([' "$TMP/good.pb"
+expect_status 1 "$CLI" report --frobnicate "$TMP/good.pb"
+expect_status 1 "$CLI" merge "$TMP/good.pb"
+expect_status 1 "$CLI" merge -o "$TMP/x.pb.gz"
+expect_status 1 "$CLI" convert "$TMP/good.pb"
+expect_status 1 "$CLI" convert --to svg "$TMP/good.pb"
+expect_status 1 "$CLI" convert --to folded "$TMP/good.pb" "$TMP/good.pb"
+expect_status 1 "$CLI" convert --to heap_v2 --symbolize "$TMP/good.pb"
 for c in report merge convert; do
-	expect 0 "$CLI" $c --help
+	expect_status 0 "$CLI" $c --help
 	grep -q "^usage: allocprof $c" "$TMP/out" || fail "$c --help"
 done
 echo "bad input: ok"
