@@ -121,14 +121,22 @@ static double size_label(const ap_profile *p, const ap_sample *s)
  * jeprof scales a line by its average size bytes/objects. The object column
  * is an HT estimate rounded to an integer, so for a large object sampled with
  * probability below 1 (1.16 objects stored as 1) that ratio is off by up to
- * the rounding; when the sample says its size, derive the fractional object
- * count from the (much larger, so relatively exact) byte column instead.
+ * the rounding; when the sample says its size and holds few objects, derive
+ * the fractional object count from the (much larger, so relatively exact)
+ * byte column instead. The label is the average size of the allocations of
+ * the sample's site, which may mix sizes a little (allocprof's runtime keys
+ * sites by size class, within 1/16), and in the in-use pair the average of
+ * what is still live may differ from it by as much; from LABEL_MAX_OBJECTS
+ * objects on the column's own rounding (under 1/32) is the smaller error and
+ * the column is used as it is. At rate 1 every weight is 1 and the column is
+ * an exact count: it is always used.
  */
+#define LABEL_MAX_OBJECTS 16
 static int transform_pair(int64_t objects, int64_t bytes, double size,
 			  double rate, uint64_t *c_out, uint64_t *s_out)
 {
 	double c = (double)objects;
-	if (size > 0 && bytes > 0)
+	if (size > 0 && bytes > 0 && objects < LABEL_MAX_OBJECTS && rate > 1)
 		c = (double)bytes / size;
 	return ap_jeprof_transform(c, (double)bytes, rate, c_out, s_out);
 }

@@ -51,6 +51,7 @@ struct site;
 typedef struct sample_rec {
 	struct site *site; /* NULL = a bootstrap-pool block, not a sample */
 	double weight;     /* 1/pi (HT) */
+	uint64_t size;     /* requested size (a site holds a class of sizes) */
 	uint64_t u;        /* size - offset */
 	uint64_t usable;   /* malloc_usable_size underneath */
 	uint64_t t_ns;     /* CLOCK_MONOTONIC at allocation */

@@ -2,7 +2,8 @@
  * stack_table.c: stack interning and per-site counters (stack_table.h).
  *
  * Two chained hash tables in the arena: stacks keyed by their frames, and
- * sites keyed by (stack, size, rate). Both double when their load passes 1.
+ * sites keyed by (stack, size class, rate). Both double when their load
+ * passes 1.
  */
 #include "stack_table.h"
 
@@ -35,9 +36,9 @@ static uint64_t hash_stack(const uintptr_t *pcs, int depth)
 	return mix64(h);
 }
 
-static uint64_t hash_site(const stack *s, uint64_t size, uint64_t rate)
+static uint64_t hash_site(const stack *s, uint64_t size_class, uint64_t rate)
 {
-	return mix64(mix64(s->hash ^ size) ^ rate);
+	return mix64(mix64(s->hash ^ size_class) ^ rate);
 }
 
 int table_init(stack_table *t, arena *a)
@@ -89,7 +90,7 @@ static void grow_sites(stack_table *t)
 		site *s = t->sites[i];
 		while (s) {
 			site *next = s->next;
-			size_t j = hash_site(s->stk, s->size, s->rate) & (cap - 1);
+			size_t j = hash_site(s->stk, s->size_class, s->rate) & (cap - 1);
 			s->next = nb[j];
 			nb[j] = s;
 			s = next;
@@ -124,16 +125,17 @@ static stack *intern_stack(stack_table *t, const uintptr_t *pcs, int depth)
 
 static site *find_site(stack_table *t, const stack *stk, uint64_t size, uint64_t rate)
 {
-	uint64_t h = hash_site(stk, size, rate);
+	uint64_t cls = ap_hist_value_to_key(SITE_SIZE_SIGBITS, size);
+	uint64_t h = hash_site(stk, cls, rate);
 	size_t b = h & (t->site_cap - 1);
 	for (site *s = t->sites[b]; s; s = s->next)
-		if (s->stk == stk && s->size == size && s->rate == rate)
+		if (s->stk == stk && s->size_class == cls && s->rate == rate)
 			return s;
 	site *s = arena_alloc(t->a, sizeof *s);
 	if (!s)
 		return NULL;
 	s->stk = stk;
-	s->size = size;
+	s->size_class = cls;
 	s->rate = rate;
 	s->next = t->sites[b];
 	t->sites[b] = s;
@@ -194,6 +196,7 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 	ap_hist_add_weight(t->hist_size, info->size, w);
 	rec->site = s;
 	rec->weight = w;
+	rec->size = info->size;
 	rec->u = u;
 	rec->usable = usable;
 	return 0;
@@ -205,13 +208,31 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 	if (!s)
 		return;
 	pthread_mutex_lock(&t->lock);
-	apply(&s->inuse, -1.0, rec->weight, s->size, rec->u, rec->usable);
-	t->tot.inuse_space -= rec->weight * (double)s->size;
+	apply(&s->inuse, -1.0, rec->weight, rec->size, rec->u, rec->usable);
+	t->tot.inuse_space -= rec->weight * (double)rec->size;
 	t->tot.inuse_objects -= rec->weight;
 	t->tot.frees++;
 	pthread_mutex_unlock(&t->lock);
 	if (now_ns >= rec->t_ns)
 		ap_hist_add_weight(t->hist_lifetime, now_ns - rec->t_ns, rec->weight);
+}
+
+/*
+ * The size a site reports: the HT-weighted average of its class's sizes
+ * (space / objects, both estimates of the class's allocations), kept inside
+ * the class's bounds against rounding; exactly the size when the class saw
+ * only one.
+ */
+static uint64_t site_size(const site *s)
+{
+	uint64_t lo = 0, hi = UINT64_MAX;
+	(void)ap_hist_key_bounds(SITE_SIZE_SIGBITS, (uint32_t)s->size_class, &lo, &hi);
+	double avg = s->alloc.objects > 0 ? s->alloc.space / s->alloc.objects : 0;
+	if (!(avg > (double)lo)) /* also NaN */
+		return lo;
+	if (avg >= (double)hi)
+		return hi;
+	return (uint64_t)(avg + 0.5);
 }
 
 int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot)
@@ -226,7 +247,7 @@ int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot
 	size_t i = 0;
 	for (const site *s = t->all_sites; s && i < cnt; s = s->all_next, i++) {
 		v[i].stk = s->stk;
-		v[i].size = s->size;
+		v[i].size = site_size(s);
 		v[i].rate = s->rate;
 		v[i].alloc = s->alloc;
 		v[i].inuse = s->inuse;

@@ -1,6 +1,17 @@
 /*
  * stack_table.h: interned stacks and the additive counters of each
- * (stack, requested size, rate) "site" -- the data a heap profile is made of.
+ * (stack, size class, rate) "site" -- the data a heap profile is made of.
+ *
+ * Size classes are log-linear (ap_hist keys at SITE_SIZE_SIGBITS): sizes
+ * below 2^(SITE_SIZE_SIGBITS+1) each have their own class, larger ones share
+ * a class with sizes less than 2^-SITE_SIZE_SIGBITS apart. So a stack that
+ * allocates many distinct sizes (strings, buffers) has a bounded number of
+ * sites (about 2^SITE_SIZE_SIGBITS per power of two it spans) instead of one
+ * per distinct size: the table, every dump and every lookup stay small in a
+ * long-running program. The counters stay exact sums over the class's
+ * samples, each with its own size and weight, so no estimate changes; only
+ * the size a site reports is the class's HT-weighted average size
+ * (site_snap.size), which is the exact size when the class saw one size.
  *
  * Every sampled allocation adds its Horvitz-Thompson contributions to its
  * site's alloc and inuse counters; freeing it subtracts exactly the same
@@ -47,14 +58,16 @@ typedef struct site {
 	struct site *next;     /* hash chain */
 	struct site *all_next; /* every site, newest first, for dumps */
 	const stack *stk;
-	uint64_t size, rate;
+	uint64_t size_class;   /* ap_hist_value_to_key(SITE_SIZE_SIGBITS, size) */
+	uint64_t rate;
 	site_counts alloc, inuse;
 } site;
 
 /* A consistent copy of one site's numbers, for building a profile. */
 typedef struct site_snap {
 	const stack *stk; /* stacks are immutable once interned */
-	uint64_t size, rate;
+	uint64_t size;    /* HT-weighted average requested size of the class */
+	uint64_t rate;
 	site_counts alloc, inuse;
 } site_snap;
 
@@ -80,6 +93,9 @@ typedef struct stack_table {
 
 /* Histogram precision: 2^-5 ~ 3% relative bucket width. */
 #define TABLE_HIST_SIGBITS 5
+/* Site size classes: exact below 32 bytes, then 16 classes per power of two
+ * (sizes in one class differ by less than 6.25%). */
+#define SITE_SIZE_SIGBITS 4
 
 /* 0, or AP_ENOMEM. The table allocates from a. */
 int table_init(stack_table *t, arena *a);
@@ -87,7 +103,7 @@ int table_init(stack_table *t, arena *a);
 /*
  * Record one sampled allocation of info->size bytes with stack pcs[0..depth)
  * drawn at rate `rate`; usable = malloc_usable_size of the block. Fills *rec
- * (site, weight, u, usable; t_ns is the caller's) for the sampled set, and
+ * (site, weight, size, u, usable; t_ns is the caller's) for the sampled set, and
  * *after (may be NULL) with the totals right after this sample.
  * 0 or AP_ENOMEM (then nothing was recorded).
  */

@@ -220,6 +220,24 @@ AP_TEST(jeprof_scaling_recovers_unbiased_values)
  * label the encoder uses the true size, so only integer rounding remains
  * (line_tolerance above).
  */
+/* Encode p (then destroyed) and parse its first record's four counts into
+ * c; the number of counts parsed (4 when well formed). */
+static int first_record(ap_profile *p, unsigned long long c[4])
+{
+	char *txt;
+	size_t len;
+	int n = 0;
+	if (ap_heapv2_encode(p, NULL, NULL, &txt, &len) == 0) {
+		const char *at = strchr(txt, '@');
+		const char *s = at ? strstr(at, "t*:") : NULL;
+		n = s ? sscanf(s, "t*: %llu: %llu [%llu: %llu]", &c[0], &c[1],
+			       &c[2], &c[3]) : 0;
+		lfree(txt, len + 1);
+	}
+	ap_profile_destroy(p);
+	return n;
+}
+
 AP_TEST(jeprof_scaling_uses_the_size_label_for_large_objects)
 {
 	ap_profile *p;
@@ -234,20 +252,38 @@ AP_TEST(jeprof_scaling_uses_the_size_label_for_large_objects)
 	ap_label lab = { .key = ap_profile_intern(p, "bytes"), .num = (int64_t)z };
 	lab.num_unit = lab.key;
 	AP_CHECK_EQ_INT(ap_profile_add_sample(p, &id, 1, v, &lab, 1), 0);
-	char *txt;
-	size_t len;
-	AP_CHECK_EQ_INT(ap_heapv2_encode(p, NULL, NULL, &txt, &len), 0);
-	const char *s = strstr(strchr(txt, '@'), "t*:");
 	unsigned long long c[4];
-	int n = s ? sscanf(s, "t*: %llu: %llu [%llu: %llu]", &c[0], &c[1],
-			   &c[2], &c[3]) : 0;
-	lfree(txt, len + 1);
-	ap_profile_destroy(p);
-	AP_CHECK_EQ_INT(n, 4);
+	AP_CHECK_EQ_INT(first_record(p, c), 4);
 	double no, nb;
 	jeprof_scale((double)c[2], (double)c[3], &no, &nb);
 	/* c = 1 written against c* = 1.156 * 0.865 = 1: rounding-free. */
 	AP_CHECK_NEAR(nb, (double)bytes, 0.5 / (double)c[3] + 1e-9, 1);
+}
+
+/*
+ * At rate 1 the object column is an exact count, so a sample whose sizes
+ * differ (a size-class site: the in-use objects 200000, 201000 and 203000
+ * against an allocated average of 200500) keeps its exact bytes; deriving
+ * the count from the label would write 3 objects of 200500 bytes instead.
+ */
+AP_TEST(rate_1_uses_the_exact_object_column_for_mixed_sizes)
+{
+	ap_profile *p;
+	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 1), 0);
+	int64_t v[14] = { 6, 1203000, 3, 604000 };
+	ap_location leaf = { .address = 0x401000 };
+	uint64_t id;
+	AP_CHECK_EQ_INT(ap_profile_add_location(p, &leaf, &id), 0);
+	ap_label lab = { .key = ap_profile_intern(p, "bytes"), .num = 200500 };
+	lab.num_unit = lab.key;
+	AP_CHECK_EQ_INT(ap_profile_add_sample(p, &id, 1, v, &lab, 1), 0);
+	unsigned long long c[4];
+	AP_CHECK_EQ_INT(first_record(p, c), 4);
+	AP_CHECK_EQ_U64(c[0], 3);
+	AP_CHECK_EQ_U64(c[1], 604000);
+	AP_CHECK_EQ_U64(c[2], 6);
+	AP_CHECK_EQ_U64(c[3], 1203000);
 }
 
 AP_TEST(round_trip_values_stacks_mappings)

@@ -5,6 +5,7 @@
  * Horvitz-Thompson values are computed here independently.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,76 @@ AP_TEST(same_frames_intern_to_one_stack_and_sizes_split_sites)
 	AP_CHECK_EQ_U64(tot.samples, 4);
 	AP_CHECK_EQ_U64(r1.u, 90);
 	AP_CHECK_EQ_U64(r1.usable, 112);
+}
+
+/*
+ * Sites hold a size class, not one size: 100..103 share a class at
+ * SITE_SIZE_SIGBITS = 4 (16 classes per power of two), sizes below 32 do
+ * not share, and a stack allocating thousands of distinct sizes makes a
+ * bounded number of sites. The counters are still exact sums of each
+ * sample's own contributions, and a free takes out exactly what its own
+ * size put in.
+ */
+AP_TEST(sizes_of_one_class_share_a_site_with_exact_sums)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	const double rate = 1000;
+	ap_sample_info i100 = info_for(100, 0, rate), i103 = info_for(103, 0, rate);
+	ap_sample_info i104 = info_for(104, 0, rate);
+	ap_sample_info i20 = info_for(20, 0, rate), i21 = info_for(21, 0, rate);
+	sample_rec r100, r103, r104, r20, r21;
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i100, 112, &r100, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i103, 112, &r103, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i104, 112, &r104, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i20, 32, &r20, NULL), 0);
+	AP_CHECK_EQ_INT(table_record_alloc(&t, stack_a, 3, 1000, &i21, 32, &r21, NULL), 0);
+	AP_CHECK(r100.site == r103.site);
+	AP_CHECK(r100.site != r104.site);
+	AP_CHECK(r20.site != r21.site);
+	AP_CHECK_EQ_U64(r103.size, 103);
+
+	/* The shared site's size is the HT-weighted average of 100 and 103. */
+	double w100 = i100.weight, w103 = i103.weight;
+	double avg = (w100 * 100 + w103 * 103) / (w100 + w103);
+	site_snap *snap;
+	size_t n;
+	AP_CHECK_EQ_INT(table_snapshot(&t, &snap, &n, NULL), 0);
+	AP_CHECK_EQ_U64(n, 4);
+	bool seen_shared = false;
+	for (size_t i = 0; i < n; i++) {
+		if (snap[i].alloc.samples == 2) {
+			seen_shared = true;
+			AP_CHECK_EQ_U64(snap[i].size, (uint64_t)llround(avg));
+			AP_CHECK_NEAR(snap[i].alloc.space, w100 * 100 + w103 * 103, 1e-12, 0);
+		} else {
+			AP_CHECK(snap[i].size == 104 || snap[i].size == 20 || snap[i].size == 21);
+		}
+	}
+	AP_CHECK(seen_shared);
+	arena_free(&a, snap);
+
+	/* Freeing the 103-byte sample leaves exactly the 100-byte one. */
+	table_record_free(&t, &r103, 0);
+	AP_CHECK_NEAR(r100.site->inuse.space, w100 * 100, 1e-12, 1e-9);
+	AP_CHECK_NEAR(r100.site->inuse.objects, w100, 1e-12, 1e-12);
+	AP_CHECK_NEAR(r100.site->inuse.space_var, (w100 * w100 - w100) * 100 * 100, 1e-12, 1e-6);
+
+	/* 10000 distinct sizes from 1 KiB to 41 KiB: about 16 classes for each
+	 * of the 5.4 powers of two they span, not 10000 sites. */
+	table_totals before;
+	table_totals_get(&t, &before);
+	for (uint64_t z = 1024; z < 1024 + 40000; z += 4) {
+		ap_sample_info in = info_for(z, 0, rate);
+		sample_rec r;
+		AP_CHECK_EQ_INT(table_record_alloc(&t, stack_b, 1, 1000, &in, z, &r, NULL), 0);
+	}
+	table_totals after;
+	table_totals_get(&t, &after);
+	AP_CHECK(after.nsites - before.nsites <= 16 * 6);
+	AP_CHECK(after.nsites - before.nsites >= 16 * 5);
 }
 
 AP_TEST(many_stacks_survive_table_growth)
