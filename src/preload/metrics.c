@@ -166,7 +166,7 @@ static void add_cost(mset *m, const metrics_input *in, const table_totals *tot)
 	    M_GAUGE, NULL, NULL, nonneg(tot->peak_inuse_space));
 	add(m, "allocprof_stacks", "Distinct call stacks recorded.", M_GAUGE, NULL,
 	    NULL, (double)tot->nstacks);
-	add(m, "allocprof_sites", "Distinct (stack, size) sites recorded.", M_GAUGE,
+	add(m, "allocprof_sites", "Distinct (stack, size class) sites recorded.", M_GAUGE,
 	    NULL, NULL, (double)tot->nsites);
 	if (c->have_unwind)
 		add(m, "allocprof_unwind_seconds_total",
