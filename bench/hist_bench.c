@@ -15,10 +15,12 @@
  * (counts[key(v)]++ on a dense array, key computed inline: a histogram
  * with no lazy allocation, no min/max/sum), limit_call (the same behind an
  * out-of-line call, as any library's record function is), recorder
- * (per-thread recorder), batch (ap_hist_recorder_add_many over the stream),
- * shared (atomic path, one thread), shared2 (atomic path, two threads on the
- * same histogram, ns per record per thread), recorder2 (two threads, one
- * recorder each).
+ * (per-thread recorder, ap_hist_recorder_add: a call into the library),
+ * recorder_inline (the same through ap_hist_recorder_add_inline, compiled
+ * into the loop), batch (ap_hist_recorder_add_many over the stream), shared
+ * (atomic path, one thread), shared2 (atomic path, two threads on the same
+ * histogram, ns per record per thread), recorder2 (two threads, one
+ * recorder each, inline path).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -104,6 +106,14 @@ static void run_recorder(ap_hist_recorder *rec, uint64_t reps, unsigned off)
 			ap_hist_recorder_add(rec, stream[(i + off) % STREAM]);
 }
 
+static void run_recorder_inline(ap_hist_recorder *rec, uint64_t reps,
+				unsigned off)
+{
+	for (uint64_t r = 0; r < reps; r++)
+		for (unsigned i = 0; i < STREAM; i++)
+			ap_hist_recorder_add_inline(rec, stream[(i + off) % STREAM]);
+}
+
 static void run_batch(ap_hist_recorder *rec, uint64_t reps)
 {
 	for (uint64_t r = 0; r < reps; r++)
@@ -146,7 +156,7 @@ static void *worker_main(void *arg)
 	w->wall0 = wall_ns();
 	double t0 = now_ns();
 	if (rec)
-		run_recorder(rec, REPS, w->off);
+		run_recorder_inline(rec, REPS, w->off);
 	else
 		run_shared(w->h, REPS, w->off);
 	w->ns = now_ns() - t0;
@@ -181,12 +191,12 @@ static double two_threads(bool use_recorder)
 }
 
 enum {
-	LIMIT_INDEX, LIMIT_KEY, LIMIT_CALL, RECORDER, BATCH, SHARED, SHARED2,
-	RECORDER2, NV
+	LIMIT_INDEX, LIMIT_KEY, LIMIT_CALL, RECORDER, RECORDER_INLINE, BATCH,
+	SHARED, SHARED2, RECORDER2, NV
 };
-static const char *const names[NV] = {"limit_index", "limit_key",
-				       "limit_call", "recorder", "batch",
-				       "shared", "shared2", "recorder2"};
+static const char *const names[NV] = {
+	"limit_index", "limit_key", "limit_call", "recorder", "recorder_inline",
+	"batch", "shared", "shared2", "recorder2"};
 
 static double measure(int v)
 {
@@ -205,6 +215,7 @@ static double measure(int v)
 	case LIMIT_KEY: run_limit_key(REPS); break;
 	case LIMIT_CALL: run_limit_call(REPS); break;
 	case RECORDER: run_recorder(rec, REPS, 0); break;
+	case RECORDER_INLINE: run_recorder_inline(rec, REPS, 0); break;
 	case BATCH: run_batch(rec, REPS); break;
 	default: run_shared(h, REPS, 0); break;
 	}
@@ -227,7 +238,8 @@ static double median(double *x, int n)
 
 static int cmd_time(int rounds)
 {
-	double ns[NV][64], ratio[6][64], overlap[64];
+	enum { NR = 8 };
+	double ns[NV][64], ratio[NR][64], overlap[64];
 	for (int r = 0; r < rounds; r++) {
 		for (int v = 0; v < NV; v++) {
 			ns[v][r] = measure(v);
@@ -241,15 +253,19 @@ static int cmd_time(int rounds)
 		ratio[3][r] = ns[SHARED2][r] / ns[SHARED][r];
 		ratio[4][r] = ns[RECORDER][r] / ns[LIMIT_CALL][r];
 		ratio[5][r] = ns[BATCH][r] / ns[LIMIT_KEY][r];
+		ratio[6][r] = ns[RECORDER_INLINE][r] / ns[LIMIT_KEY][r];
+		ratio[7][r] = ns[RECORDER_INLINE][r] / ns[LIMIT_INDEX][r];
 	}
 	printf("{\"rounds\":%d,\"records_per_run\":%u", rounds, REPS * STREAM);
 	for (int v = 0; v < NV; v++)
 		printf(",\"%s_ns\":%.3f", names[v], median(ns[v], rounds));
-	static const char *const rn[6] = {
+	static const char *const rn[NR] = {
 		"recorder_over_limit_index", "recorder_over_limit_key",
 		"shared_over_limit_index", "shared2_over_shared",
-		"recorder_over_limit_call", "batch_over_limit_key"};
-	for (int i = 0; i < 6; i++)
+		"recorder_over_limit_call", "batch_over_limit_key",
+		"recorder_inline_over_limit_key",
+		"recorder_inline_over_limit_index"};
+	for (int i = 0; i < NR; i++)
 		printf(",\"%s\":%.3f", rn[i], median(ratio[i], rounds));
 	printf(",\"shared2_overlap\":%.3f", median(overlap, rounds));
 	uint64_t sink = 0;
@@ -269,6 +285,9 @@ static int cmd_count(const char *mode, uint64_t n)
 	if (!strcmp(mode, "recorder"))
 		for (uint64_t i = 0; i < n; i++)
 			ap_hist_recorder_add(rec, stream[i % STREAM]);
+	else if (!strcmp(mode, "recorder_inline"))
+		for (uint64_t i = 0; i < n; i++)
+			ap_hist_recorder_add_inline(rec, stream[i % STREAM]);
 	else if (!strcmp(mode, "batch"))
 		for (uint64_t i = 0; i < n; i += STREAM)
 			ap_hist_recorder_add_many(rec, stream,

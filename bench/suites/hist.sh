@@ -25,8 +25,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_hist.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 n1=200000 n2=400000
 declare -A ipr
+modes="limit_index limit_key limit_call recorder recorder_inline batch shared"
 if command -v valgrind >"$tmp/which"; then
-  for mode in limit_index limit_key limit_call recorder batch shared; do
+  for mode in $modes; do
     ir() {
       valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
         "$bench" count "$mode" "$1" 2>&1 |
@@ -36,14 +37,14 @@ if command -v valgrind >"$tmp/which"; then
     ipr[$mode]=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
   done
 else
-  for mode in limit_index limit_key limit_call recorder batch shared; do ipr[$mode]=null; done
+  for mode in $modes; do ipr[$mode]=null; done
 fi
 
 get() { # get JSON KEY: a number from one flat JSON object
   sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" <<<"$1"
 }
 cat > "$out/hist.json" <<JSON
-{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"limit_call":${ipr[limit_call]},"recorder":${ipr[recorder]},"batch":${ipr[batch]},"shared":${ipr[shared]}}}
+{"time":$time_json,"memory":$mem_json,"instructions_per_record":{"limit_index":${ipr[limit_index]},"limit_key":${ipr[limit_key]},"limit_call":${ipr[limit_call]},"recorder":${ipr[recorder]},"recorder_inline":${ipr[recorder_inline]},"batch":${ipr[batch]},"shared":${ipr[shared]}}}
 JSON
 
 t() { get "$time_json" "$1"; }
@@ -56,31 +57,40 @@ is a plain \`counts[i]++\` over the same value stream: with the bucket index
 precomputed (\`limit_index\`), and with the key computed inline on a dense
 array (\`limit_key\`, a histogram without lazy memory, sum, min or max),
 also behind a function call (\`limit_call\`) as any library's record is.
+The per-thread recorder is measured both ways a program can call it:
+\`ap_hist_recorder_add_inline\` (the common case compiled into the
+caller's loop, allocprof/hist.h) and \`ap_hist_recorder_add\` (a call into
+the library).
 
 | variant | ns/record | instructions/record (callgrind) |
 |---|---:|---:|
 | limit: counts[i]++ (index precomputed) | $(t limit_index_ns) | ${ipr[limit_index]} |
 | limit: counts[key(v)]++ (dense array) | $(t limit_key_ns) | ${ipr[limit_key]} |
 | limit: the same in an out-of-line function | $(t limit_call_ns) | ${ipr[limit_call]} |
-| per-thread recorder (\`ap_hist_recorder_add\`) | $(t recorder_ns) | ${ipr[recorder]} |
+| per-thread recorder, inline (\`ap_hist_recorder_add_inline\`) | $(t recorder_inline_ns) | ${ipr[recorder_inline]} |
+| per-thread recorder, out of line (\`ap_hist_recorder_add\`) | $(t recorder_ns) | ${ipr[recorder]} |
 | per-thread recorder, batches of 16384 (\`ap_hist_recorder_add_many\`) | $(t batch_ns) | ${ipr[batch]} |
 | shared, atomic, 1 thread (\`ap_hist_add\`) | $(t shared_ns) | ${ipr[shared]} |
 | shared, atomic, 2 threads on one histogram | $(t shared2_ns) | |
-| per-thread recorders, 2 threads | $(t recorder2_ns) | |
+| per-thread recorders, inline, 2 threads | $(t recorder2_ns) | |
 
 | ratio (median of per-round ratios) | value | target |
 |---|---:|---:|
-| recorder / limit_index | $(t recorder_over_limit_index) | |
-| recorder / limit_key | $(t recorder_over_limit_key) | <= 2 |
-| recorder / limit_call | $(t recorder_over_limit_call) | |
+| recorder_inline / limit_index | $(t recorder_inline_over_limit_index) | |
+| recorder_inline / limit_key | $(t recorder_inline_over_limit_key) | <= 2 |
+| recorder (out of line) / limit_key | $(t recorder_over_limit_key) | |
+| recorder (out of line) / limit_call | $(t recorder_over_limit_call) | |
 | batch / limit_key | $(t batch_over_limit_key) | |
 | shared 1 thread / limit_index | $(t shared_over_limit_index) | |
 | shared 2 threads / shared 1 thread | $(t shared2_over_shared) | <= 3 |
 
 Memory at sigbits 5 for values spread over 1e3..1e10: $(get "$mem_json" bytes) bytes
-(target <= 8192). Instruction counts include the benchmark's loop (~8-9 per
-record, the whole of \`limit_index\`); the recorder keeps exact count, sum,
-sum of squares, min and max on every record, which the limits do not. The
+(target <= 8192). Instruction counts include the benchmark's loop (the
+whole of \`limit_index\`); the recorder keeps exact count, sum, sum of
+squares, min and max on every record, which the limits do not. The
+instruction ratio recorder_inline / limit_key is
+$(awk -v a="${ipr[recorder_inline]}" -v b="${ipr[limit_key]}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }').
+The
 2-thread figures are CPU time per thread: on this shared, loaded 2-core
 machine the two threads are not guaranteed to run at the same instant; in
 the median round they overlapped for $(t shared2_overlap) of the run's wall

@@ -108,43 +108,96 @@ static inline void atomic_max(_Atomic uint64_t *p, uint64_t v)
 	}
 }
 
+/*
+ * The inline record path compiles the layout of struct ap_hist_recorder_hot
+ * into programs: it is ABI (allocprof/hist.h). These assertions pin it, so
+ * a change fails here first; whoever changes it must bump the SONAME
+ * (src/lib/CMakeLists.txt) and then update the numbers.
+ */
+_Static_assert(offsetof(struct ap_hist_recorder, core) == 0 &&
+		       offsetof(struct hist_core, hot) == 0,
+	       "the hot part must be the first member of a recorder");
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(offsetof(struct ap_hist_recorder_hot, base) == 0 &&
+		       offsetof(struct ap_hist_recorder_hot, sigbits) == 512 &&
+		       offsetof(struct ap_hist_recorder_hot, min) == 584 &&
+		       offsetof(struct ap_hist_recorder_hot, max) == 592 &&
+		       offsetof(struct ap_hist_recorder_hot, sum_lo) == 664 &&
+		       offsetof(struct ap_hist_recorder_hot, sq_lo) == 672 &&
+		       sizeof(struct ap_hist_recorder_hot) == 680,
+	       "ABI: struct ap_hist_recorder_hot changed; bump the SONAME");
+#endif
+_Static_assert(sizeof(((struct ap_hist_recorder_hot *)0)->base) /
+			       sizeof(uintptr_t) >= 64 - AP_HIST_SIGBITS_MIN,
+	       "base[] must cover every exponent");
+
 static void core_init(struct hist_core *c, unsigned sigbits)
 {
 	memset(c, 0, sizeof *c);
-	c->sigbits = sigbits;
+	c->hot.sigbits = sigbits;
 	c->mask = (UINT32_C(1) << sigbits) - 1;
-	atomic_init(&c->min, UINT64_MAX);
+	atomic_init(&c->hot.min, UINT64_MAX);
+}
+
+/* Bytes of the allocation behind chunk ci (chunks 0 and 1 are one). */
+static size_t chunk_alloc_bytes(const struct hist_core *c, unsigned ci)
+{
+	return sizeof(_Atomic uint64_t) << (c->hot.sigbits + (ci == 0));
 }
 
 /*
  * Slow path: allocate chunk ci and install it with CAS; when another thread
  * won the race, free our copy and use the winner's. (A recorder has one
- * writer, so its CAS never fails; one routine serves both.)
+ * writer, so its CAS never fails; one routine serves both.) Chunks 0 and 1
+ * (the values below 2^(sigbits+1), exponent 0) are allocated together and
+ * installed through chunk[0]; every thread that needs chunk 1 stores the
+ * same address into chunk[1]. Then the biased entry of the inline path's
+ * table base[] is published, for values below 2^32 only (allocprof/hist.h).
  */
 static __attribute__((noinline)) _Atomic uint64_t *
 core_install_chunk(struct hist_core *c, const ap_allocator *a, unsigned ci)
 {
-	size_t bytes = sizeof(_Atomic uint64_t) << c->sigbits;
-	_Atomic uint64_t *mem = a->alloc(a->ctx, bytes);
-	if (!mem)
-		return NULL;
-	memset(mem, 0, bytes);
-	_Atomic uint64_t *expect = NULL;
-	if (!atomic_compare_exchange_strong_explicit(&c->chunk[ci], &expect, mem,
-						     memory_order_release,
-						     memory_order_acquire)) {
-		a->free(a->ctx, mem, bytes);
-		return expect;
+	unsigned s = c->hot.sigbits;
+	unsigned unit = ci > 1 ? ci : 0;
+	_Atomic uint64_t *got =
+		atomic_load_explicit(&c->chunk[unit], memory_order_acquire);
+	if (!got) {
+		size_t bytes = chunk_alloc_bytes(c, unit);
+		_Atomic uint64_t *mem = a->alloc(a->ctx, bytes);
+		if (!mem)
+			return NULL;
+		memset(mem, 0, bytes);
+		if (atomic_compare_exchange_strong_explicit(
+			    &c->chunk[unit], &got, mem, memory_order_release,
+			    memory_order_acquire)) {
+			atomic_fetch_add_explicit(&c->chunk_bytes, bytes, RLX);
+			got = mem;
+		} else {
+			a->free(a->ctx, mem, bytes);
+		}
 	}
-	atomic_fetch_add_explicit(&c->chunk_bytes, bytes, RLX);
-	return mem;
+	if (unit == 0)
+		atomic_store_explicit(&c->chunk[1], got + ((size_t)1 << s),
+				      memory_order_release);
+	/* Exponent e = ci - 1 (both chunks 0 and 1 have e = 0); counters of v
+	 * start at chunk[e + 1] - 2^s, which for e = 0 is chunk[0] itself. */
+	unsigned e = ci ? ci - 1 : 0;
+	if (e < 32 - s) {
+		_Atomic uint64_t *first = atomic_load_explicit(
+			&c->chunk[e + 1], memory_order_acquire);
+		atomic_store_explicit(&c->hot.base[e],
+				      (uintptr_t)first -
+					      (sizeof(uint64_t) << s),
+				      memory_order_release);
+	}
+	return atomic_load_explicit(&c->chunk[ci], memory_order_acquire);
 }
 
 static inline __attribute__((always_inline)) int
 core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
 	 bool shared)
 {
-	unsigned s = c->sigbits;
+	unsigned s = c->hot.sigbits;
 	uint32_t key = hist_key(s, v);
 	_Atomic uint64_t *ch =
 		atomic_load_explicit(&c->chunk[key >> s], memory_order_acquire);
@@ -156,21 +209,21 @@ core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
 		}
 	}
 	cnt_add(&ch[key & ((UINT32_C(1) << s) - 1)], n, shared);
-	add128(&c->sum_lo, &c->sum_hi, (hist_u128)v * n, shared);
+	add128(&c->hot.sum_lo, &c->sum_hi, (hist_u128)v * n, shared);
 
 	hist_u128 sq = (hist_u128)v * v;
 	bool sat = n != 1 && __builtin_mul_overflow(sq, (hist_u128)n, &sq);
-	if (AP_UNLIKELY(sat) || add128(&c->sq_lo, &c->sq_hi, sq, shared))
+	if (AP_UNLIKELY(sat) || add128(&c->hot.sq_lo, &c->sq_hi, sq, shared))
 		atomic_store_explicit(&c->sq_sat, 1, RLX);
 
 	if (shared) {
-		atomic_min(&c->min, v);
-		atomic_max(&c->max, v);
+		atomic_min(&c->hot.min, v);
+		atomic_max(&c->hot.max, v);
 	} else {
-		if (v < atomic_load_explicit(&c->min, RLX))
-			atomic_store_explicit(&c->min, v, RLX);
-		if (v > atomic_load_explicit(&c->max, RLX))
-			atomic_store_explicit(&c->max, v, RLX);
+		if (v < atomic_load_explicit(&c->hot.min, RLX))
+			atomic_store_explicit(&c->hot.min, v, RLX);
+		if (v > atomic_load_explicit(&c->hot.max, RLX))
+			atomic_store_explicit(&c->hot.max, v, RLX);
 	}
 	return 0;
 }
@@ -224,11 +277,10 @@ int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 
 static void core_free(struct hist_core *c, const ap_allocator *a)
 {
-	size_t bytes = sizeof(_Atomic uint64_t) << c->sigbits;
 	for (unsigned i = 0; i < HIST_CHUNKS; i++) {
 		_Atomic uint64_t *ch = atomic_load_explicit(&c->chunk[i], RLX);
-		if (ch)
-			a->free(a->ctx, ch, bytes);
+		if (ch && i != 1) /* chunk 1 lives in chunk 0's allocation */
+			a->free(a->ctx, ch, chunk_alloc_bytes(c, i));
 	}
 }
 
@@ -251,7 +303,7 @@ void ap_hist_destroy(ap_hist *h)
 
 unsigned ap_hist_sigbits(const ap_hist *h)
 {
-	return h->core.sigbits;
+	return h->core.hot.sigbits;
 }
 
 int ap_hist_add(ap_hist *h, uint64_t v)
@@ -283,18 +335,18 @@ size_t ap_hist_memory(const ap_hist *h)
 
 static void core_reset(struct hist_core *c)
 {
-	uint32_t per = UINT32_C(1) << c->sigbits;
+	uint32_t per = UINT32_C(1) << c->hot.sigbits;
 	for (unsigned i = 0; i < HIST_CHUNKS; i++) {
 		_Atomic uint64_t *ch =
 			atomic_load_explicit(&c->chunk[i], memory_order_acquire);
 		for (uint32_t k = 0; ch && k < per; k++)
 			atomic_store_explicit(&ch[k], 0, RLX);
 	}
-	atomic_store_explicit(&c->min, UINT64_MAX, RLX);
-	atomic_store_explicit(&c->max, 0, RLX);
-	atomic_store_explicit(&c->sum_lo, 0, RLX);
+	atomic_store_explicit(&c->hot.min, UINT64_MAX, RLX);
+	atomic_store_explicit(&c->hot.max, 0, RLX);
+	atomic_store_explicit(&c->hot.sum_lo, 0, RLX);
 	atomic_store_explicit(&c->sum_hi, 0, RLX);
-	atomic_store_explicit(&c->sq_lo, 0, RLX);
+	atomic_store_explicit(&c->hot.sq_lo, 0, RLX);
 	atomic_store_explicit(&c->sq_hi, 0, RLX);
 	atomic_store_explicit(&c->sq_sat, 0, RLX);
 	atomic_store_explicit(&c->carry, 0, RLX);
@@ -313,7 +365,7 @@ void ap_hist_reset(ap_hist *h)
 int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n)
 {
 	struct hist_core *c = &h->core;
-	unsigned s = c->sigbits;
+	unsigned s = c->hot.sigbits;
 	_Atomic uint64_t *ch =
 		atomic_load_explicit(&c->chunk[key >> s], memory_order_acquire);
 	if (!ch && !(ch = core_install_chunk(c, &h->alloc, key >> s)))
@@ -326,11 +378,11 @@ void hist_add_scalars(ap_hist *h, const ap_hist_snap *src)
 {
 	struct hist_core *c = &h->core;
 	if (src->count) {
-		atomic_min(&c->min, src->min);
-		atomic_max(&c->max, src->max);
+		atomic_min(&c->hot.min, src->min);
+		atomic_max(&c->hot.max, src->max);
 	}
-	add128(&c->sum_lo, &c->sum_hi, src->sum, true);
-	if (src->sq_sat || add128(&c->sq_lo, &c->sq_hi, src->sumsq, true))
+	add128(&c->hot.sum_lo, &c->sum_hi, src->sum, true);
+	if (src->sq_sat || add128(&c->hot.sq_lo, &c->sq_hi, src->sumsq, true))
 		atomic_store_explicit(&c->sq_sat, 1, RLX);
 	atomic_fetch_add_explicit(&c->dropped, src->dropped, RLX);
 }
@@ -356,7 +408,7 @@ int ap_hist_recorder_get(ap_hist *h, ap_hist_recorder **out)
 	ap_hist_recorder *r = h->alloc.alloc(h->alloc.ctx, sizeof *r);
 	if (!r)
 		return AP_ENOMEM;
-	core_init(&r->core, h->core.sigbits);
+	core_init(&r->core, h->core.hot.sigbits);
 	r->parent = h;
 	atomic_init(&r->in_use, true);
 	/* Lock-free push; a recorder is never unlinked before destroy. */
@@ -382,36 +434,20 @@ static __attribute__((noinline)) int recorder_add_slow(ap_hist_recorder *r,
 }
 
 /*
- * The per-thread hot path, written out for the common case so that it is a
- * leaf function with no stack frame: the key, one counter, the sum, the sum
- * of squares and min/max, each a load, an add or compare, and a store. Any
- * rare case (chunk not yet allocated, a carry into the high words, v >=
- * 2^32 so v^2 has a high word) goes to the general routine, which redoes
- * the whole record, so nothing is done twice.
+ * The per-thread record: the common case is allocprof/hist.h's
+ * ap_hist_recorder_add_common, the very code ap_hist_recorder_add_inline
+ * compiles into callers (so the two cannot drift apart): the key's exponent,
+ * one table load, one counter, the low words of the sum and of the sum of
+ * squares, min and max, each a load, an add or compare, and a store. Any
+ * rare case (counters not allocated yet, v >= 2^32 so v^2 has a high word,
+ * a carry into the high words) goes to the general routine before anything
+ * is written, so nothing is done twice.
  */
 int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
 {
-	struct hist_core *c = &r->core;
-	unsigned s = c->sigbits;
-	/* hist_key split in place: with b the top bit of v | 2^s and
-	 * e = b - s, key >> s = e + (v >> b) and key & mask = (v >> e) & mask. */
-	unsigned b = 63u ^ (unsigned)__builtin_clzll(v | (UINT64_C(1) << s));
-	unsigned e = b - s;
-	_Atomic uint64_t *ch = atomic_load_explicit(
-		&c->chunk[e + (unsigned)(v >> b)], memory_order_acquire);
-	uint64_t sum = atomic_load_explicit(&c->sum_lo, RLX);
-	uint64_t sq = atomic_load_explicit(&c->sq_lo, RLX);
-	if (AP_UNLIKELY(!ch || (v >> 32) || sum + v < sum || sq + v * v < sq))
-		return recorder_add_slow(r, v);
-	_Atomic uint64_t *cnt = &ch[(v >> e) & c->mask];
-	atomic_store_explicit(cnt, atomic_load_explicit(cnt, RLX) + 1, RLX);
-	atomic_store_explicit(&c->sum_lo, sum + v, RLX);
-	atomic_store_explicit(&c->sq_lo, sq + v * v, RLX);
-	if (v < atomic_load_explicit(&c->min, RLX))
-		atomic_store_explicit(&c->min, v, RLX);
-	if (v > atomic_load_explicit(&c->max, RLX))
-		atomic_store_explicit(&c->max, v, RLX);
-	return 0;
+	if (AP_LIKELY(ap_hist_recorder_add_common(&r->core.hot, v)))
+		return 0;
+	return recorder_add_slow(r, v);
 }
 
 /*
@@ -424,12 +460,12 @@ int ap_hist_recorder_add(ap_hist_recorder *r, uint64_t v)
 int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 {
 	struct hist_core *c = &r->core;
-	unsigned s = c->sigbits;
+	unsigned s = c->hot.sigbits;
 	uint32_t mask = c->mask;
 	hist_u128 sum = 0, sq = 0;
 	bool sat = false;
-	uint64_t mn = atomic_load_explicit(&c->min, RLX);
-	uint64_t mx = atomic_load_explicit(&c->max, RLX);
+	uint64_t mn = atomic_load_explicit(&c->hot.min, RLX);
+	uint64_t mx = atomic_load_explicit(&c->hot.max, RLX);
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t x = v[i];
@@ -440,8 +476,8 @@ int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 		if (AP_UNLIKELY(!ch)) {
 			int one = recorder_add_slow(r, x);
 			rc = one ? one : rc;
-			mn = atomic_load_explicit(&c->min, RLX);
-			mx = atomic_load_explicit(&c->max, RLX);
+			mn = atomic_load_explicit(&c->hot.min, RLX);
+			mx = atomic_load_explicit(&c->hot.max, RLX);
 			continue;
 		}
 		_Atomic uint64_t *cnt = &ch[(x >> e) & mask];
@@ -451,10 +487,10 @@ int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 		mn = x < mn ? x : mn;
 		mx = x > mx ? x : mx;
 	}
-	atomic_store_explicit(&c->min, mn, RLX);
-	atomic_store_explicit(&c->max, mx, RLX);
-	add128(&c->sum_lo, &c->sum_hi, sum, false);
-	if (sat || add128(&c->sq_lo, &c->sq_hi, sq, false))
+	atomic_store_explicit(&c->hot.min, mn, RLX);
+	atomic_store_explicit(&c->hot.max, mx, RLX);
+	add128(&c->hot.sum_lo, &c->sum_hi, sum, false);
+	if (sat || add128(&c->hot.sq_lo, &c->sq_hi, sq, false))
 		atomic_store_explicit(&c->sq_sat, 1, RLX);
 	return rc;
 }
@@ -474,16 +510,16 @@ int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v, double w)
 /* Fold one core's scalar counters into the snapshot. */
 static void snap_fold_scalars(ap_hist_snap *s, const struct hist_core *c)
 {
-	uint64_t mn = atomic_load_explicit(&c->min, RLX);
-	uint64_t mx = atomic_load_explicit(&c->max, RLX);
+	uint64_t mn = atomic_load_explicit(&c->hot.min, RLX);
+	uint64_t mx = atomic_load_explicit(&c->hot.max, RLX);
 	if (mn < s->min)
 		s->min = mn;
 	if (mx > s->max)
 		s->max = mx;
 	hist_u128 sum = (hist_u128)atomic_load_explicit(&c->sum_hi, RLX) << 64 |
-			atomic_load_explicit(&c->sum_lo, RLX);
+			atomic_load_explicit(&c->hot.sum_lo, RLX);
 	hist_u128 sq = (hist_u128)atomic_load_explicit(&c->sq_hi, RLX) << 64 |
-		       atomic_load_explicit(&c->sq_lo, RLX);
+		       atomic_load_explicit(&c->hot.sq_lo, RLX);
 	s->sum += sum;
 	if (atomic_load_explicit(&c->sq_sat, RLX) ||
 	    __builtin_add_overflow(s->sumsq, sq, &s->sumsq))
@@ -499,7 +535,7 @@ static bool chunk_accumulate(const struct hist_core *c, unsigned ci,
 		atomic_load_explicit(&c->chunk[ci], memory_order_acquire);
 	if (!ch)
 		return false;
-	uint32_t per = UINT32_C(1) << c->sigbits;
+	uint32_t per = UINT32_C(1) << c->hot.sigbits;
 	for (uint32_t k = 0; k < per; k++)
 		if (__builtin_add_overflow(acc[k],
 					   atomic_load_explicit(&ch[k], RLX),
@@ -514,7 +550,7 @@ int ap_hist_snapshot(const ap_hist *h, const ap_allocator *alloc,
 	if (!h || !out)
 		return AP_EINVAL;
 	const ap_allocator *a = hist_alloc_or_libc(alloc);
-	unsigned s = h->core.sigbits;
+	unsigned s = h->core.hot.sigbits;
 	uint32_t per = UINT32_C(1) << s;
 	ap_hist_snap *snap;
 	int rc = hist_snap_new(a, s, 64, &snap);

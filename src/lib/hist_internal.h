@@ -62,29 +62,37 @@ static inline bool hist_sigbits_ok(unsigned s)
 	return s >= AP_HIST_SIGBITS_MIN && s <= AP_HIST_SIGBITS_MAX;
 }
 
+#ifndef AP_HIST_INLINE_RECORD
+#error "liballocprof is built as C with GNU builtins and C11 atomics"
+#endif
+
 /*
- * One set of counters. Fields written on every record (sum, sumsq) sit on
- * their own cache line, away from the read-mostly chunk table and min/max,
- * so that contending writers do not also invalidate what every record reads.
- * Padding is explicit (no _Alignas: the allocator only promises max_align_t).
+ * One set of counters. Its first member is the hot part published by
+ * allocprof/hist.h (the inline record path addresses a recorder through
+ * it): the per-exponent counter table base[] in the biased form that path
+ * uses, min, max and the low words of the sums. The rest is the library's
+ * own: the high words, the weight carry, the flags and the plain table of
+ * counter arrays chunk[] (chunk c holds keys c << sigbits ..; chunks 0 and
+ * 1 are one allocation, so that base[0] covers both). Fields written on
+ * every record sit on their own cache line, away from the read-mostly
+ * tables and min/max, so that contending writers do not also invalidate
+ * what every record reads. Padding is explicit (no _Alignas: the allocator
+ * only promises max_align_t).
  */
 struct hist_core {
-	unsigned sigbits;
-	uint32_t mask; /* (1 << sigbits) - 1 */
-	_Atomic(_Atomic uint64_t *) chunk[HIST_CHUNKS];
-	char pad0[64];
-	_Atomic uint64_t min, max; /* min = UINT64_MAX, max = 0 when empty */
-	char pad1[64];
-	_Atomic uint64_t sum_lo, sum_hi;
-	_Atomic uint64_t sq_lo, sq_hi;
+	struct ap_hist_recorder_hot hot;
+	_Atomic uint64_t sum_hi, sq_hi;
 	_Atomic uint64_t carry;    /* 32.32 fixed-point weight remainder */
 	_Atomic uint64_t sq_sat;   /* sticky: sum of squares overflowed */
 	_Atomic uint64_t dropped;  /* values lost to allocation failure */
 	_Atomic size_t chunk_bytes;
+	char pad2[64];
+	uint32_t mask; /* (1 << sigbits) - 1 */
+	_Atomic(_Atomic uint64_t *) chunk[HIST_CHUNKS];
 };
 
 struct ap_hist_recorder {
-	struct hist_core core;
+	struct hist_core core; /* first: see allocprof/hist.h */
 	ap_hist *parent;
 	ap_hist_recorder *next; /* immutable once published */
 	atomic_bool in_use;

@@ -19,7 +19,7 @@
 /* Split count c of the integers [a, b] over dst's buckets. */
 static int split_range(ap_hist *dst, uint64_t a, uint64_t b, uint64_t c)
 {
-	unsigned ds = dst->core.sigbits;
+	unsigned ds = dst->core.hot.sigbits;
 	uint64_t width = b - a + 1; /* b - a < 2^63: one source bucket */
 	uint64_t covered = 0, given = 0;
 	for (uint32_t k = hist_key(ds, a), last = hist_key(ds, b); k <= last;
@@ -46,7 +46,7 @@ int ap_hist_merge(ap_hist *dst, const ap_hist_snap *src)
 {
 	if (!dst || !src)
 		return AP_EINVAL;
-	unsigned ds = dst->core.sigbits, ss = src->sigbits;
+	unsigned ds = dst->core.hot.sigbits, ss = src->sigbits;
 	for (size_t i = 0; i < src->n; i++) {
 		uint64_t lo, hi;
 		hist_bounds(ss, src->keys[i], &lo, &hi);

@@ -6,6 +6,13 @@
  * taking snapshots of all three. After join each histogram must equal,
  * bucket for bucket and in count, sum, sum of squares, min and max, a
  * histogram recorded single-threaded from the same streams.
+ *
+ * The second test does the same through the inline record path
+ * (ap_hist_recorder_add_inline, allocprof/hist.h), which reads and writes
+ * the recorder's published hot fields from the caller's code: a plain
+ * (non-atomic) access or a missing acquire on its counter table would show
+ * here as a race. Its reader also checks each snapshot during the run
+ * (count never decreasing, min <= max).
  */
 #include <pthread.h>
 
@@ -71,6 +78,32 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/*
+ * Run THREADS writers and one reader (ids 0..THREADS, the reader last) on
+ * copies of proto; return once the writers are done and the reader is
+ * stopped. false if a thread could not be started (those started are
+ * joined).
+ */
+static bool run_threads(struct ctx *c, struct ctx proto,
+			void *(*write)(void *), void *(*read)(void *))
+{
+	pthread_t t[THREADS + 1];
+	unsigned n = 0;
+	writers_done = 0;
+	for (; n <= THREADS; n++) {
+		c[n] = proto;
+		c[n].id = n;
+		if (pthread_create(&t[n], NULL, n < THREADS ? write : read, &c[n]))
+			break;
+	}
+	for (unsigned i = 0; i < n && i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	writers_done = 1;
+	if (n == THREADS + 1)
+		pthread_join(t[THREADS], NULL);
+	return n == THREADS + 1;
+}
+
 AP_TEST(shared_and_per_thread_recording_are_exact_after_join)
 {
 	ap_hist *shared, *sharded, *batched, *ref;
@@ -79,17 +112,8 @@ AP_TEST(shared_and_per_thread_recording_are_exact_after_join)
 	AP_CHECK_EQ_INT(ap_hist_create(&batched, 6, NULL), 0);
 	AP_CHECK_EQ_INT(ap_hist_create(&ref, 6, NULL), 0);
 	struct ctx c[THREADS + 1];
-	pthread_t t[THREADS + 1];
-	writers_done = 0;
-	for (unsigned i = 0; i <= THREADS; i++) {
-		c[i] = (struct ctx){shared, sharded, batched, i, 0};
-		AP_CHECK(!pthread_create(&t[i], NULL, i < THREADS ? writer : reader,
-					 &c[i]));
-	}
-	for (unsigned i = 0; i < THREADS; i++)
-		pthread_join(t[i], NULL);
-	writers_done = 1;
-	pthread_join(t[THREADS], NULL);
+	AP_CHECK(run_threads(c, (struct ctx){shared, sharded, batched, 0, 0},
+			     writer, reader));
 	for (unsigned i = 0; i < THREADS; i++) {
 		AP_CHECK_EQ_INT(c[i].errors, 0);
 		for (uint64_t k = 0; k < PER_THREAD; k++)
@@ -111,5 +135,65 @@ AP_TEST(shared_and_per_thread_recording_are_exact_after_join)
 	ap_hist_destroy(shared);
 	ap_hist_destroy(sharded);
 	ap_hist_destroy(batched);
+	ap_hist_destroy(ref);
+}
+
+static void *inline_writer(void *arg)
+{
+	struct ctx *c = arg;
+	ap_hist_recorder *r;
+	if (ap_hist_recorder_get(c->sharded, &r)) {
+		c->errors++;
+		return NULL;
+	}
+	for (uint64_t i = 0; i < PER_THREAD; i++)
+		c->errors += ap_hist_recorder_add_inline(r, value(c->id, i)) != 0;
+	ap_hist_recorder_release(r);
+	return NULL;
+}
+
+static void *checking_reader(void *arg)
+{
+	struct ctx *c = arg;
+	uint64_t last = 0;
+	while (!writers_done) {
+		ap_hist_snap *s;
+		if (ap_hist_snapshot(c->sharded, NULL, &s)) {
+			c->errors++;
+			continue;
+		}
+		uint64_t n = ap_hist_snap_count(s), mn = 0, mx = 0;
+		c->errors += n < last;
+		last = n;
+		if (n)
+			c->errors += ap_hist_snap_min(s, &mn) ||
+				     ap_hist_snap_max(s, &mx) || mn > mx;
+		ap_hist_snap_destroy(s);
+	}
+	return NULL;
+}
+
+AP_TEST(inline_recording_in_four_threads_is_exact_after_join)
+{
+	ap_hist *h, *ref;
+	AP_CHECK_EQ_INT(ap_hist_create(&h, 6, NULL), 0);
+	AP_CHECK_EQ_INT(ap_hist_create(&ref, 6, NULL), 0);
+	struct ctx c[THREADS + 1];
+	AP_CHECK(run_threads(c, (struct ctx){NULL, h, NULL, 0, 0},
+			     inline_writer, checking_reader));
+	AP_CHECK_EQ_INT(c[THREADS].errors, 0);
+	for (unsigned i = 0; i < THREADS; i++) {
+		AP_CHECK_EQ_INT(c[i].errors, 0);
+		for (uint64_t k = 0; k < PER_THREAD; k++)
+			AP_CHECK_EQ_INT(ap_hist_add(ref, value(i, k)), 0);
+	}
+	ap_hist_snap *got, *want;
+	AP_CHECK_EQ_INT(ap_hist_snapshot(h, NULL, &got), 0);
+	AP_CHECK_EQ_INT(ap_hist_snapshot(ref, NULL, &want), 0);
+	AP_CHECK_EQ_U64(ap_hist_snap_count(got), THREADS * PER_THREAD);
+	AP_CHECK(ap_hist_snap_equal(got, want));
+	ap_hist_snap_destroy(got);
+	ap_hist_snap_destroy(want);
+	ap_hist_destroy(h);
 	ap_hist_destroy(ref);
 }
