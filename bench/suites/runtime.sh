@@ -31,7 +31,7 @@ jem=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" && /x86-64/ { print $NF; exit 
 if [ "$quick" = 1 ]; then
   runs=7 mixed_ops=10000000 deep_ops=20000 pairs_n1=100000 pairs_n2=300000
 else
-  runs=11 mixed_ops=40000000 deep_ops=100000 pairs_n1=200000 pairs_n2=1200000
+  runs=21 mixed_ops=40000000 deep_ops=100000 pairs_n1=200000 pairs_n2=1200000
 fi
 huge_rate=1125899906842624 # 2^50 bytes: nothing is sampled
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_runtime.XXXXXX")
@@ -99,9 +99,13 @@ paired glibc2 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops
 configs="glibc1 glibc2"
 if [ -n "$jem" ]; then
   paired jem1 "LD_PRELOAD=$jem" "LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1
+  # The same with nothing sampled: the interposition's fixed cost alone,
+  # so the rest of jem1's overhead is what sampling costs.
+  paired jemfast "LD_PRELOAD=$jem" \
+    "LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" mixed "$mixed_ops" 1
   paired jeprof1 "LD_PRELOAD=$jem" "LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
     mixed "$mixed_ops" 1
-  configs="$configs jem1 jeprof1"
+  configs="$configs jem1 jemfast jeprof1"
 fi
 
 # ---- instructions per non-sampled malloc+free ----------------------------
@@ -185,6 +189,7 @@ EOF
 if [ -n "$jem" ]; then
   cat <<EOF
 $(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.10x: $(verdict "${loop[jem1]}" 1.10)")
+$(row jemfast "of which interposition alone: allocprof over jemalloc, nothing sampled (rate 2^50)" "-")
 $(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
 EOF
 else
