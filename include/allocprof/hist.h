@@ -177,6 +177,8 @@ struct ap_hist_recorder_hot {
 	_Atomic uintptr_t base[64]; /* first: saves an add per record */
 	unsigned sigbits;
 	unsigned reserved_; /* zero */
+	uint64_t lead;      /* 2^sigbits: v | lead has its top bit where the
+			       key's exponent says (one OR, no shift) */
 	unsigned char pad0_[64]; /* read-mostly table apart from the writes */
 	_Atomic uint64_t min, max; /* min = UINT64_MAX, max = 0 when empty */
 	unsigned char pad1_[64];
@@ -198,8 +200,7 @@ ap_hist_recorder_hot_of(ap_hist_recorder *r)
 static inline bool
 ap_hist_recorder_add_common(struct ap_hist_recorder_hot *h, uint64_t v)
 {
-	unsigned s = h->sigbits;
-	unsigned e = (63u ^ (unsigned)__builtin_clzll(v | (UINT64_C(1) << s))) - s;
+	unsigned e = (63u ^ (unsigned)__builtin_clzll(v | h->lead)) - h->sigbits;
 	uintptr_t base = atomic_load_explicit(&h->base[e], memory_order_acquire);
 	uint64_t sum = atomic_load_explicit(&h->sum_lo, memory_order_relaxed);
 	uint64_t sq = atomic_load_explicit(&h->sq_lo, memory_order_relaxed);

@@ -120,11 +120,12 @@ _Static_assert(offsetof(struct ap_hist_recorder, core) == 0 &&
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(offsetof(struct ap_hist_recorder_hot, base) == 0 &&
 		       offsetof(struct ap_hist_recorder_hot, sigbits) == 512 &&
-		       offsetof(struct ap_hist_recorder_hot, min) == 584 &&
-		       offsetof(struct ap_hist_recorder_hot, max) == 592 &&
-		       offsetof(struct ap_hist_recorder_hot, sum_lo) == 664 &&
-		       offsetof(struct ap_hist_recorder_hot, sq_lo) == 672 &&
-		       sizeof(struct ap_hist_recorder_hot) == 680,
+		       offsetof(struct ap_hist_recorder_hot, lead) == 520 &&
+		       offsetof(struct ap_hist_recorder_hot, min) == 592 &&
+		       offsetof(struct ap_hist_recorder_hot, max) == 600 &&
+		       offsetof(struct ap_hist_recorder_hot, sum_lo) == 672 &&
+		       offsetof(struct ap_hist_recorder_hot, sq_lo) == 680 &&
+		       sizeof(struct ap_hist_recorder_hot) == 688,
 	       "ABI: struct ap_hist_recorder_hot changed; bump the SONAME");
 #endif
 _Static_assert(sizeof(((struct ap_hist_recorder_hot *)0)->base) /
@@ -135,6 +136,7 @@ static void core_init(struct hist_core *c, unsigned sigbits)
 {
 	memset(c, 0, sizeof *c);
 	c->hot.sigbits = sigbits;
+	c->hot.lead = UINT64_C(1) << sigbits;
 	c->mask = (UINT32_C(1) << sigbits) - 1;
 	atomic_init(&c->hot.min, UINT64_MAX);
 }

@@ -314,6 +314,7 @@ AP_TEST(published_layout_reads_as_the_recorder)
 		AP_CHECK_EQ_INT(ap_hist_recorder_get(h, &r), 0);
 		struct ap_hist_recorder_hot *hot = ap_hist_recorder_hot_of(r);
 		AP_CHECK_EQ_U64(hot->sigbits, s);
+		AP_CHECK_EQ_U64(hot->lead, UINT64_C(1) << s);
 		AP_CHECK_EQ_U64(atomic_load(&hot->min), UINT64_MAX);
 		AP_CHECK_EQ_U64(atomic_load(&hot->max), 0);
 		for (unsigned e = 0; e < 64; e++)
