@@ -48,6 +48,9 @@ cat > "$out/hist.json" <<JSON
 JSON
 
 t() { get "$time_json" "$1"; }
+ratio() { # ratio A B: A / B to two decimals, n/a without callgrind
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'
+}
 cat <<MD
 ## Histograms
 
@@ -87,10 +90,9 @@ the library).
 Memory at sigbits 5 for values spread over 1e3..1e10: $(get "$mem_json" bytes) bytes
 (target <= 8192). Instruction counts include the benchmark's loop (the
 whole of \`limit_index\`); the recorder keeps exact count, sum, sum of
-squares, min and max on every record, which the limits do not. The
-instruction ratio recorder_inline / limit_key is
-$(awk -v a="${ipr[recorder_inline]}" -v b="${ipr[limit_key]}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }').
-The
+squares, min and max on every record, which the limits do not. Counted in
+instructions, recorder_inline / limit_key is $(ratio "${ipr[recorder_inline]}" "${ipr[limit_key]}")
+and recorder / limit_key $(ratio "${ipr[recorder]}" "${ipr[limit_key]}"). The
 2-thread figures are CPU time per thread: on this shared, loaded 2-core
 machine the two threads are not guaranteed to run at the same instant; in
 the median round they overlapped for $(t shared2_overlap) of the run's wall

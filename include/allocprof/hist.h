@@ -119,8 +119,10 @@ AP_API int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n);
 AP_API int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v,
 				       double w);
 /*
- * Record v[0..n) once each: the cheapest path (running sums stay in
- * registers for the batch). 0, or AP_ENOMEM if any value was dropped.
+ * Record v[0..n) once each, with the running sums, min and max in registers
+ * for the batch (the fewest instructions per value; a snapshot taken
+ * meanwhile sees them lag the buckets). 0, or AP_ENOMEM if any value was
+ * dropped.
  */
 AP_API int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v,
 				     size_t n);

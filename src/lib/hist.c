@@ -11,7 +11,9 @@
  * with either atomic RMWs (shared) or plain load/add/store (recorder). The
  * recorder still uses atomic loads and stores so that a snapshot taken from
  * another thread is race-free (ThreadSanitizer-clean); on x86 and ARM64 a
- * relaxed atomic load/store is an ordinary move.
+ * relaxed atomic load/store is an ordinary move. The recorder's common case
+ * is not here but in allocprof/hist.h (ap_hist_recorder_add_common), so
+ * that callers can inline it; this file keeps the layout it relies on.
  */
 #include <math.h>
 #include <string.h>
@@ -471,18 +473,33 @@ int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t x = v[i];
-		unsigned b = 63u ^ (unsigned)__builtin_clzll(x | (UINT64_C(1) << s));
+		unsigned b = 63u ^ (unsigned)__builtin_clzll(x | c->hot.lead);
 		unsigned e = b - s;
-		_Atomic uint64_t *ch = atomic_load_explicit(
-			&c->chunk[e + (unsigned)(x >> b)], memory_order_acquire);
-		if (AP_UNLIKELY(!ch)) {
-			int one = recorder_add_slow(r, x);
-			rc = one ? one : rc;
-			mn = atomic_load_explicit(&c->hot.min, RLX);
-			mx = atomic_load_explicit(&c->hot.max, RLX);
-			continue;
+		/* Below 2^32 the inline path's biased table finds the counter
+		 * with one shift; above, the plain table. */
+		uintptr_t base = atomic_load_explicit(&c->hot.base[e],
+						      memory_order_acquire);
+		_Atomic uint64_t *cnt;
+		if (AP_LIKELY(base)) {
+			cnt = (_Atomic uint64_t *)(base + (uintptr_t)(x >> e) *
+								sizeof(uint64_t));
+		} else {
+			_Atomic uint64_t *ch = atomic_load_explicit(
+				&c->chunk[e + (unsigned)(x >> b)],
+				memory_order_acquire);
+			if (AP_UNLIKELY(!ch)) {
+				/* The general path updates min and max in
+				 * place: hand it the batch's so far first. */
+				atomic_store_explicit(&c->hot.min, mn, RLX);
+				atomic_store_explicit(&c->hot.max, mx, RLX);
+				int one = recorder_add_slow(r, x);
+				rc = one ? one : rc;
+				mn = atomic_load_explicit(&c->hot.min, RLX);
+				mx = atomic_load_explicit(&c->hot.max, RLX);
+				continue;
+			}
+			cnt = &ch[(x >> e) & mask];
 		}
-		_Atomic uint64_t *cnt = &ch[(x >> e) & mask];
 		atomic_store_explicit(cnt, atomic_load_explicit(cnt, RLX) + 1, RLX);
 		sum += x;
 		sat |= __builtin_add_overflow(sq, (hist_u128)x * x, &sq);

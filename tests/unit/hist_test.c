@@ -366,3 +366,46 @@ AP_TEST(batch_recording_equals_one_by_one_including_rare_cases)
 		ap_hist_destroy(b);
 	}
 }
+
+/* Min and max of a snapshot of h (0, 0 if it fails or is empty). */
+static void snap_min_max(ap_hist *h, uint64_t *mn, uint64_t *mx)
+{
+	ap_hist_snap *s = snap_of(h);
+	*mn = *mx = 0;
+	if (s && (ap_hist_snap_min(s, mn) || ap_hist_snap_max(s, mx)))
+		*mn = *mx = 0;
+	ap_hist_snap_destroy(s);
+}
+
+AP_TEST(batch_keeps_its_min_and_max_across_a_new_exponent)
+{
+	/* A batch holds min and max in registers; a value whose counters are
+	 * not allocated yet goes through the general path, which updates the
+	 * recorder's min and max itself. The batch's earlier extremes must
+	 * survive that. Values are off bucket edges (a snapshot clamps min and
+	 * max into the outermost buckets, which could hide a loss). */
+	static const uint64_t warm[] = {100001, 100002};
+	/* 100000: a new minimum, then 10^9 needs a new exponent. */
+	static const uint64_t low[] = {100000, 1000000000};
+	/* 10^9 + 1: a new maximum, then 7 needs exponent 0's counters. */
+	static const uint64_t high[] = {1000000001, 7};
+	/* After a reset (counters kept): 2^40 needs a new exponent. */
+	static const uint64_t again[] = {100000, UINT64_C(1) << 40};
+	ap_hist *h = NULL;
+	ap_hist_recorder *r = NULL;
+	AP_CHECK(!ap_hist_create(&h, 5, NULL) && !ap_hist_recorder_get(h, &r));
+	uint64_t mn, mx;
+	AP_CHECK(!ap_hist_recorder_add_many(r, warm, 2) &&
+		 !ap_hist_recorder_add_many(r, low, 2) &&
+		 !ap_hist_recorder_add_many(r, high, 2));
+	snap_min_max(h, &mn, &mx);
+	AP_CHECK_EQ_U64(mn, 7);
+	AP_CHECK_EQ_U64(mx, 1000000001);
+	ap_hist_reset(h);
+	AP_CHECK(!ap_hist_recorder_add_many(r, warm, 1) &&
+		 !ap_hist_recorder_add_many(r, again, 2));
+	snap_min_max(h, &mn, &mx);
+	AP_CHECK_EQ_U64(mn, 100000);
+	AP_CHECK_EQ_U64(mx, UINT64_C(1) << 40);
+	ap_hist_destroy(h);
+}
