@@ -15,7 +15,9 @@
  * is not here but in allocprof/hist.h (ap_hist_recorder_add_common), so
  * that callers can inline it; this file keeps the layout it relies on.
  */
+#define _GNU_SOURCE /* sched_getcpu */
 #include <math.h>
+#include <sched.h>
 #include <string.h>
 
 #include "hist_internal.h"
@@ -197,9 +199,13 @@ core_install_chunk(struct hist_core *c, const ap_allocator *a, unsigned ci)
 	return atomic_load_explicit(&c->chunk[ci], memory_order_acquire);
 }
 
+/*
+ * st: where the sums go. NULL: the core's own (recorders, single writer);
+ * else the calling CPU's stripe of a shared histogram (hist_internal.h).
+ */
 static inline __attribute__((always_inline)) int
 core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
-	 bool shared)
+	 bool shared, struct hist_stripe *st)
 {
 	unsigned s = c->hot.sigbits;
 	uint32_t key = hist_key(s, v);
@@ -213,11 +219,15 @@ core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
 		}
 	}
 	cnt_add(&ch[key & ((UINT32_C(1) << s) - 1)], n, shared);
-	add128(&c->hot.sum_lo, &c->sum_hi, (hist_u128)v * n, shared);
+	_Atomic uint64_t *sum_lo = st ? &st->sum_lo : &c->hot.sum_lo;
+	_Atomic uint64_t *sum_hi = st ? &st->sum_hi : &c->sum_hi;
+	_Atomic uint64_t *sq_lo = st ? &st->sq_lo : &c->hot.sq_lo;
+	_Atomic uint64_t *sq_hi = st ? &st->sq_hi : &c->sq_hi;
+	add128(sum_lo, sum_hi, (hist_u128)v * n, shared);
 
 	hist_u128 sq = (hist_u128)v * v;
 	bool sat = n != 1 && __builtin_mul_overflow(sq, (hist_u128)n, &sq);
-	if (AP_UNLIKELY(sat) || add128(&c->hot.sq_lo, &c->sq_hi, sq, shared))
+	if (AP_UNLIKELY(sat) || add128(sq_lo, sq_hi, sq, shared))
 		atomic_store_explicit(&c->sq_sat, 1, RLX);
 
 	if (shared) {
@@ -239,7 +249,7 @@ core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
  * after the 64-bit word itself wraps.
  */
 static int core_add_weight(struct hist_core *c, const ap_allocator *a,
-			   uint64_t v, double w, bool shared)
+			   uint64_t v, double w, bool shared, struct hist_stripe *st)
 {
 	if (!(w >= 0.0) || !(w < 9223372036854775808.0))
 		return AP_EINVAL;
@@ -252,14 +262,15 @@ static int core_add_weight(struct hist_core *c, const ap_allocator *a,
 	if (f) {
 		uint64_t old;
 		if (shared) {
-			old = atomic_fetch_add_explicit(&c->carry, f, RLX);
+			old = atomic_fetch_add_explicit(st ? &st->carry : &c->carry,
+							f, RLX);
 		} else {
 			old = atomic_load_explicit(&c->carry, RLX);
 			atomic_store_explicit(&c->carry, old + f, RLX);
 		}
 		n += ((old & 0xffffffffu) + f) >> 32;
 	}
-	return n ? core_add(c, a, v, n, shared) : 0;
+	return n ? core_add(c, a, v, n, shared, st) : 0;
 }
 
 /* ---- The shared histogram ----------------------------------------------- */
@@ -275,6 +286,14 @@ int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 	core_init(&h->core, sigbits);
 	h->alloc = *a;
 	atomic_init(&h->recorders, NULL);
+	for (unsigned i = 0; i < HIST_STRIPES; i++) {
+		struct hist_stripe *st = hist_stripe(h, i);
+		atomic_init(&st->sum_lo, 0);
+		atomic_init(&st->sum_hi, 0);
+		atomic_init(&st->sq_lo, 0);
+		atomic_init(&st->sq_hi, 0);
+		atomic_init(&st->carry, 0);
+	}
 	*out = h;
 	return 0;
 }
@@ -310,19 +329,26 @@ unsigned ap_hist_sigbits(const ap_hist *h)
 	return h->core.hot.sigbits;
 }
 
+/* The calling CPU's stripe (any stripe is correct: they are all summed;
+ * sched_getcpu's -1 on failure picks the last). */
+static inline struct hist_stripe *my_stripe(ap_hist *h)
+{
+	return hist_stripe(h, (unsigned)sched_getcpu() & (HIST_STRIPES - 1));
+}
+
 int ap_hist_add(ap_hist *h, uint64_t v)
 {
-	return core_add(&h->core, &h->alloc, v, 1, true);
+	return core_add(&h->core, &h->alloc, v, 1, true, my_stripe(h));
 }
 
 int ap_hist_add_n(ap_hist *h, uint64_t v, uint64_t n)
 {
-	return n ? core_add(&h->core, &h->alloc, v, n, true) : 0;
+	return n ? core_add(&h->core, &h->alloc, v, n, true, my_stripe(h)) : 0;
 }
 
 int ap_hist_add_weight(ap_hist *h, uint64_t v, double w)
 {
-	return core_add_weight(&h->core, &h->alloc, v, w, true);
+	return core_add_weight(&h->core, &h->alloc, v, w, true, my_stripe(h));
 }
 
 size_t ap_hist_memory(const ap_hist *h)
@@ -360,6 +386,14 @@ static void core_reset(struct hist_core *c)
 void ap_hist_reset(ap_hist *h)
 {
 	core_reset(&h->core);
+	for (unsigned i = 0; i < HIST_STRIPES; i++) {
+		struct hist_stripe *st = hist_stripe(h, i);
+		atomic_store_explicit(&st->sum_lo, 0, RLX);
+		atomic_store_explicit(&st->sum_hi, 0, RLX);
+		atomic_store_explicit(&st->sq_lo, 0, RLX);
+		atomic_store_explicit(&st->sq_hi, 0, RLX);
+		atomic_store_explicit(&st->carry, 0, RLX);
+	}
 	for (ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
 							memory_order_acquire);
 	     r; r = r->next)
@@ -434,7 +468,7 @@ void ap_hist_recorder_release(ap_hist_recorder *r)
 static __attribute__((noinline)) int recorder_add_slow(ap_hist_recorder *r,
 							uint64_t v)
 {
-	return core_add(&r->core, &r->parent->alloc, v, 1, false);
+	return core_add(&r->core, &r->parent->alloc, v, 1, false, NULL);
 }
 
 /*
@@ -516,15 +550,30 @@ int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 
 int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n)
 {
-	return n ? core_add(&r->core, &r->parent->alloc, v, n, false) : 0;
+	return n ? core_add(&r->core, &r->parent->alloc, v, n, false, NULL) : 0;
 }
 
 int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v, double w)
 {
-	return core_add_weight(&r->core, &r->parent->alloc, v, w, false);
+	return core_add_weight(&r->core, &r->parent->alloc, v, w, false, NULL);
 }
 
 /* ---- Snapshot ----------------------------------------------------------- */
+
+/* Add one pair of 128-bit sums (lo/hi words) to the snapshot's; true if
+ * the sum of squares overflowed. */
+static bool snap_fold_sums(ap_hist_snap *s, const _Atomic uint64_t *sum_lo,
+			   const _Atomic uint64_t *sum_hi,
+			   const _Atomic uint64_t *sq_lo,
+			   const _Atomic uint64_t *sq_hi)
+{
+	hist_u128 sum = (hist_u128)atomic_load_explicit(sum_hi, RLX) << 64 |
+			atomic_load_explicit(sum_lo, RLX);
+	hist_u128 sq = (hist_u128)atomic_load_explicit(sq_hi, RLX) << 64 |
+		       atomic_load_explicit(sq_lo, RLX);
+	s->sum += sum;
+	return __builtin_add_overflow(s->sumsq, sq, &s->sumsq);
+}
 
 /* Fold one core's scalar counters into the snapshot. */
 static void snap_fold_scalars(ap_hist_snap *s, const struct hist_core *c)
@@ -535,13 +584,8 @@ static void snap_fold_scalars(ap_hist_snap *s, const struct hist_core *c)
 		s->min = mn;
 	if (mx > s->max)
 		s->max = mx;
-	hist_u128 sum = (hist_u128)atomic_load_explicit(&c->sum_hi, RLX) << 64 |
-			atomic_load_explicit(&c->hot.sum_lo, RLX);
-	hist_u128 sq = (hist_u128)atomic_load_explicit(&c->sq_hi, RLX) << 64 |
-		       atomic_load_explicit(&c->hot.sq_lo, RLX);
-	s->sum += sum;
-	if (atomic_load_explicit(&c->sq_sat, RLX) ||
-	    __builtin_add_overflow(s->sumsq, sq, &s->sumsq))
+	if (snap_fold_sums(s, &c->hot.sum_lo, &c->sum_hi, &c->hot.sq_lo, &c->sq_hi) ||
+	    atomic_load_explicit(&c->sq_sat, RLX))
 		s->sq_sat = true;
 	s->dropped += atomic_load_explicit(&c->dropped, RLX);
 }
@@ -594,6 +638,12 @@ int ap_hist_snapshot(const ap_hist *h, const ap_allocator *alloc,
 	}
 	a->free(a->ctx, acc, per * sizeof *acc);
 	snap_fold_scalars(snap, &h->core);
+	for (unsigned i = 0; i < HIST_STRIPES; i++) {
+		const struct hist_stripe *st = hist_stripe(h, i);
+		if (snap_fold_sums(snap, &st->sum_lo, &st->sum_hi, &st->sq_lo,
+				   &st->sq_hi))
+			snap->sq_sat = true;
+	}
 	for (const ap_hist_recorder *r = head; r; r = r->next)
 		snap_fold_scalars(snap, &r->core);
 	if (!rc && overflow)
