@@ -92,7 +92,11 @@ Memory at sigbits 5 for values spread over 1e3..1e10: $(get "$mem_json" bytes) b
 whole of \`limit_index\`); the recorder keeps exact count, sum, sum of
 squares, min and max on every record, which the limits do not. Counted in
 instructions, recorder_inline / limit_key is $(ratio "${ipr[recorder_inline]}" "${ipr[limit_key]}")
-and recorder / limit_key $(ratio "${ipr[recorder]}" "${ipr[limit_key]}"). The
+and recorder / limit_key $(ratio "${ipr[recorder]}" "${ipr[limit_key]}"). The shared
+path picks its sum stripe with \`sched_getcpu\`, which natively reads the
+CPU number glibc keeps through rseq; valgrind does not support rseq, so
+under callgrind glibc falls back to a slower lookup (about 30 of the shared
+row's instructions, not paid natively, as its ns show). The
 2-thread figures are CPU time per thread: on this shared, loaded 2-core
 machine the two threads are not guaranteed to run at the same instant; in
 the median round they overlapped for $(t shared2_overlap) of the run's wall
