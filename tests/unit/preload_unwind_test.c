@@ -1,7 +1,8 @@
 /*
  * preload_unwind_test.c: the three stack unwinders (src/preload/unwinder.h)
  * agree on a known recursion, honour max_depth, and drop the frames of the
- * range given to unwind_set_self.
+ * range given to unwind_set_self. AP_TEST_OWN_FRAMES: built with every
+ * call a real frame in any build type (tests/CMakeLists.txt).
  */
 #include <string.h>
 
@@ -17,9 +18,10 @@ typedef struct capture {
 	int max;
 } capture;
 
-/* Recursion with frame pointers kept so even the fp walk sees every level;
- * the volatile use after the call prevents a tail call. */
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) static int
+/* Recursion with frame pointers kept (AP_TEST_OWN_FRAMES builds this file
+ * with -fno-omit-frame-pointer) so even the fp walk sees every level; the
+ * volatile use after the call prevents a tail call. */
+__attribute__((noinline)) static int
 recurse(capture *c, int level)
 {
 	volatile int keep = level;

@@ -8,7 +8,8 @@
  * frames; an inlined function shows as its own frame above its caller;
  * C++ names are demangled; a build-ID mismatch leaves that mapping's frames
  * as addresses with one warning; a missing program is a one-line error
- * (exit 2) unless --no-symbolize.
+ * (exit 2) unless --no-symbolize. AP_TEST_OWN_FRAMES: built with debug
+ * information and real frames in any build type (tests/CMakeLists.txt).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
