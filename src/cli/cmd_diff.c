@@ -138,7 +138,7 @@ static int join_sites(struct diff_run *r)
 			     row->nw ? &row->nw->stat : NULL, &row->d)) {
 			/* A statistic that cannot be turned into an interval
 			 * (NaN sums) is shown without one, never dropped. */
-			row->d.lo = row->d.hi = NAN;
+			row->d.lo = row->d.hi = (double)NAN;
 		}
 	}
 	free(sb);
@@ -148,7 +148,7 @@ static int join_sites(struct diff_run *r)
 	r->total_new = *hv_total(r->vn);
 	r->total.name = "total";
 	if (row_diff(r, &r->total_base, &r->total_new, &r->total.d))
-		r->total.d.lo = r->total.d.hi = NAN;
+		r->total.d.lo = r->total.d.hi = (double)NAN;
 	return 0;
 }
 
@@ -274,7 +274,7 @@ static void json_change(json_writer *w, const struct diff_run *r,
 	json_key(w, "change_hi");
 	json_number(w, ceil(row->d.hi));
 	json_key(w, "relative");
-	json_number(w, b && b->bytes > 0 ? row->d.change / b->bytes : (double)NAN);
+	json_number(w, b && b->bytes > 0 ? row->d.change / b->bytes : (double)(double)NAN);
 	json_key(w, "significant");
 	json_bool(w, row->d.significant);
 	json_key(w, "method");

@@ -109,7 +109,7 @@ static const vu_diff *pair_diff(struct flame_ctx *c, const struct flame_pair *p)
 	c->last = *p;
 	c->cached = true;
 	if (vc_diff(c->vb, &p->base, c->vn, &p->nw, c->level, &c->d)) {
-		c->d.lo = c->d.hi = NAN;
+		c->d.lo = c->d.hi = (double)NAN;
 		c->d.significant = false;
 	}
 	return &c->d;

@@ -120,7 +120,7 @@ void hv_stat_finish(hv_stat *s, double level)
 				    &iv);
 	}
 	if (rc) {
-		s->bytes_lo = s->bytes_hi = NAN;
+		s->bytes_lo = s->bytes_hi = (double)NAN;
 	} else {
 		s->bytes_lo = iv.lo * scale;
 		s->bytes_hi = iv.hi * scale;
@@ -128,7 +128,7 @@ void hv_stat_finish(hv_stat *s, double level)
 	s->method = used_nb ? HV_NB : HV_NORMAL;
 	if (ap_objects_interval(s->samples, s->objects, s->var_objects, level,
 				&iv)) {
-		s->objects_lo = s->objects_hi = NAN;
+		s->objects_lo = s->objects_hi = (double)NAN;
 	} else {
 		s->objects_lo = iv.lo;
 		s->objects_hi = iv.hi;

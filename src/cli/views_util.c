@@ -23,7 +23,7 @@
 double vu_side_level(double level)
 {
 	if (!(level > 0 && level < 1))
-		return NAN;
+		return (double)NAN;
 	return sqrt(level);
 }
 
@@ -35,12 +35,12 @@ const char *vu_method_name(vu_method m)
 double vu_empty_upper(double rate, double level)
 {
 	if (!(level > 0 && level < 1) || !(rate >= 1) || !isfinite(rate))
-		return NAN;
+		return (double)NAN;
 	if (rate <= 1)
 		return 0;
 	ap_interval iv;
 	if (ap_nb_interval(0, 0, rate, level, true, true, &iv))
-		return NAN;
+		return (double)NAN;
 	return iv.hi;
 }
 
@@ -53,7 +53,7 @@ static bool side_ok(const vu_side *s)
 int vu_diff_interval(const vu_side *base, const vu_side *nw, double level,
 		     vu_diff *out)
 {
-	out->change = out->lo = out->hi = NAN;
+	out->change = out->lo = out->hi = (double)NAN;
 	out->significant = false;
 	out->method = VU_EXACT;
 	if (!(level > 0 && level < 1) || !side_ok(base) || !side_ok(nw))

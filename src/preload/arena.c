@@ -124,7 +124,9 @@ void *arena_alloc(arena *a, size_t n)
 	}
 	h = a->free_lists[c];
 	if (h) {
-		a->free_lists[c] = *(void **)((unsigned char *)h + HDR);
+		void *next; /* the link is stored unaligned-safe: memcpy */
+		memcpy(&next, (unsigned char *)h + HDR, sizeof next);
+		a->free_lists[c] = next;
 	} else {
 		if ((size_t)(a->chunk_end - a->chunk_cur) < csize) {
 			unsigned char *chunk = arena_map(CHUNK);

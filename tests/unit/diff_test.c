@@ -83,7 +83,7 @@ AP_TEST(few_samples_combine_the_exact_intervals_conservatively)
 
 AP_TEST(an_exact_side_enters_the_combination_as_a_point)
 {
-	vu_side b = {.bytes = 100, .exact = true, .lo = NAN, .hi = NAN};
+	vu_side b = {.bytes = 100, .exact = true, .lo = (double)NAN, .hi = (double)NAN};
 	vu_side n = side(5000, 1e6, 2, 3000, 9000);
 	vu_diff d;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
@@ -108,16 +108,16 @@ AP_TEST(bad_levels_and_nan_inputs_are_rejected)
 	vu_diff d;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0, &d), AP_EINVAL);
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 1, &d), AP_EINVAL);
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, NAN, &d), AP_EINVAL);
+	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, (double)NAN, &d), AP_EINVAL);
 	AP_CHECK(isnan(d.change));
-	n.bytes = NAN;
+	n.bytes = (double)NAN;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
 	n.bytes = 2;
 	n.var_bytes = -1;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
 	n.var_bytes = 1;
 	n.samples = 2;
-	n.hi = NAN;
+	n.hi = (double)NAN;
 	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
 }
 
@@ -183,7 +183,7 @@ AP_TEST(folded_frames_cannot_break_the_line_grammar)
 
 AP_TEST(rounded_weights_keep_the_total)
 {
-	double in[] = {0.4, 0.4, 0.4, 0.4, 0.4, 1e9 + 0.5, 2.6, NAN, -5, 0};
+	double in[] = {0.4, 0.4, 0.4, 0.4, 0.4, 1e9 + 0.5, 2.6, (double)NAN, -5, 0};
 	size_t n = sizeof in / sizeof in[0];
 	uint64_t out[sizeof in / sizeof in[0]];
 	vu_round_weights(in, n, out);

@@ -104,9 +104,9 @@ AP_TEST(bad_values_are_rejected_and_leave_sums_alone)
 	errno = 0;
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, -1, 1, NULL), -1);
 	AP_CHECK_EQ_INT(errno, EINVAL);
-	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, NAN, 1, NULL), -1);
+	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, (double)NAN, 1, NULL), -1);
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, INFINITY, 1, NULL), -1);
-	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, 5, NAN, NULL), -1);
+	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, 5, (double)NAN, NULL), -1);
 	AP_CHECK_EQ_INT(ap_fg_add(g, NULL, 2, 5, 1, NULL), -1);
 	AP_CHECK_NEAR(ap_fg_total(g), 0, 0, 0);
 	AP_CHECK_EQ_U64(ap_fg_nframes(g), 1);

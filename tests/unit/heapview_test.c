@@ -203,7 +203,7 @@ AP_TEST(stat_finish_edge_cases)
 	AP_CHECK(s.objects_lo < s.objects && s.objects < s.objects_hi);
 	/* a corrupt variance gives NaN bounds, never a crash */
 	s.samples = 100;
-	s.var_bytes = NAN;
+	s.var_bytes = (double)NAN;
 	hv_stat_finish(&s, 0.95);
 	AP_CHECK(isnan(s.bytes_lo) && isnan(s.bytes_hi));
 	/* stat_add keeps rates apart and sums them */
@@ -399,7 +399,7 @@ AP_TEST(json_escapes_and_nests)
 	json_key(&w, "n");
 	json_begin_array(&w);
 	json_number(&w, 1.0);
-	json_number(&w, NAN);
+	json_number(&w, (double)NAN);
 	json_number(&w, 0.25);
 	json_int(&w, -3);
 	json_end_array(&w);

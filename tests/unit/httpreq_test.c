@@ -125,7 +125,7 @@ AP_TEST(malformed_fields_are_corrupt)
 		"GET / HTTP/1.0\r\nHost: x\r\n folded\r\n\r\n",
 		"GET / HTTP/1.0\r\nNoColon\r\n\r\n",
 		"GET / HTTP/1.0\r\n: novalue\r\n\r\n",
-		"GET / HTTP/1.0\r\nX: a\x01" "b\r\n\r\n",
+		"GET / HTTP/1.0\r\nX: a\001b\r\n\r\n",
 		"GET / HTTP/1.0\r\nX: a\x7f\r\n\r\n",
 		"GET / HTTP/1.0\r\nX\x80: a\r\n\r\n",
 		"GET / HTTP/1.0\r\nX: a\rb\r\n\r\n",

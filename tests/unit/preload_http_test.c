@@ -572,7 +572,7 @@ static double text_metric(const char *text, const char *key)
 	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
 		if (strncmp(p, key, k) == 0 && p[k] == ' ')
 			return strtod(p + k + 1, NULL);
-	return NAN;
+	return (double)NAN;
 }
 
 AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
