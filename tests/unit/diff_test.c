@@ -138,7 +138,7 @@ AP_TEST(nothing_sampled_is_bounded_by_one_sample)
 	AP_CHECK_NEAR(vu_empty_upper(1, 0.95), 0, 0, 0);
 	AP_CHECK(isnan(vu_empty_upper(0.5, 0.95)));
 	AP_CHECK(isnan(vu_empty_upper(R, 1.5)));
-	AP_CHECK(isnan(vu_empty_upper(NAN, 0.95)));
+	AP_CHECK(isnan(vu_empty_upper((double)NAN, 0.95)));
 }
 
 static char *frame_string(const char *name, bool first)

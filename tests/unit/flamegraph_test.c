@@ -105,7 +105,7 @@ AP_TEST(bad_values_are_rejected_and_leave_sums_alone)
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, -1, 1, NULL), -1);
 	AP_CHECK_EQ_INT(errno, EINVAL);
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, (double)NAN, 1, NULL), -1);
-	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, INFINITY, 1, NULL), -1);
+	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, (double)INFINITY, 1, NULL), -1);
 	AP_CHECK_EQ_INT(ap_fg_add(g, fr, 1, 5, (double)NAN, NULL), -1);
 	AP_CHECK_EQ_INT(ap_fg_add(g, NULL, 2, 5, 1, NULL), -1);
 	AP_CHECK_NEAR(ap_fg_total(g), 0, 0, 0);
@@ -344,7 +344,7 @@ AP_TEST(bytes_are_formatted_for_people)
 	AP_CHECK(!strcmp(b, "1.50 KiB"));
 	ap_fg_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
 	AP_CHECK(!strcmp(b, "-3.00 MiB"));
-	ap_fg_format_bytes(NAN, b, sizeof b);
+	ap_fg_format_bytes((double)NAN, b, sizeof b);
 	AP_CHECK(!strcmp(b, "n/a"));
 	ap_fg_format_bytes(1e30, b, sizeof b);
 	AP_CHECK_MSG(strstr(b, "EiB"), "%s", b);
