@@ -200,13 +200,15 @@ core_install_chunk(struct hist_core *c, const ap_allocator *a, unsigned ci)
 }
 
 /*
- * st: where the sums go. NULL: the core's own (recorders, single writer);
- * else the calling CPU's stripe of a shared histogram (hist_internal.h).
+ * st: where the sums go. NULL: a recorder, single writer, into the core's
+ * own sums with plain load/add/store; else a shared histogram, atomic
+ * read-modify-writes into the calling CPU's stripe (hist_internal.h).
  */
 static inline __attribute__((always_inline)) int
 core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
-	 bool shared, struct hist_stripe *st)
+	 struct hist_stripe *st)
 {
+	const bool shared = st != NULL;
 	unsigned s = c->hot.sigbits;
 	uint32_t key = hist_key(s, v);
 	_Atomic uint64_t *ch =
@@ -249,7 +251,7 @@ core_add(struct hist_core *c, const ap_allocator *a, uint64_t v, uint64_t n,
  * after the 64-bit word itself wraps.
  */
 static int core_add_weight(struct hist_core *c, const ap_allocator *a,
-			   uint64_t v, double w, bool shared, struct hist_stripe *st)
+			   uint64_t v, double w, struct hist_stripe *st)
 {
 	if (!(w >= 0.0) || !(w < 9223372036854775808.0))
 		return AP_EINVAL;
@@ -261,19 +263,31 @@ static int core_add_weight(struct hist_core *c, const ap_allocator *a,
 	}
 	if (f) {
 		uint64_t old;
-		if (shared) {
-			old = atomic_fetch_add_explicit(st ? &st->carry : &c->carry,
-							f, RLX);
+		if (st) {
+			old = atomic_fetch_add_explicit(&st->carry, f, RLX);
 		} else {
 			old = atomic_load_explicit(&c->carry, RLX);
 			atomic_store_explicit(&c->carry, old + f, RLX);
 		}
 		n += ((old & 0xffffffffu) + f) >> 32;
 	}
-	return n ? core_add(c, a, v, n, shared, st) : 0;
+	return n ? core_add(c, a, v, n, st) : 0;
 }
 
 /* ---- The shared histogram ----------------------------------------------- */
+
+/* Zero every stripe's sums (at creation: the memory is uninitialised). */
+static void stripes_clear(ap_hist *h)
+{
+	for (unsigned i = 0; i < HIST_STRIPES; i++) {
+		struct hist_stripe *st = hist_stripe(h, i);
+		atomic_store_explicit(&st->sum_lo, 0, RLX);
+		atomic_store_explicit(&st->sum_hi, 0, RLX);
+		atomic_store_explicit(&st->sq_lo, 0, RLX);
+		atomic_store_explicit(&st->sq_hi, 0, RLX);
+		atomic_store_explicit(&st->carry, 0, RLX);
+	}
+}
 
 int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 {
@@ -286,14 +300,7 @@ int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 	core_init(&h->core, sigbits);
 	h->alloc = *a;
 	atomic_init(&h->recorders, NULL);
-	for (unsigned i = 0; i < HIST_STRIPES; i++) {
-		struct hist_stripe *st = hist_stripe(h, i);
-		atomic_init(&st->sum_lo, 0);
-		atomic_init(&st->sum_hi, 0);
-		atomic_init(&st->sq_lo, 0);
-		atomic_init(&st->sq_hi, 0);
-		atomic_init(&st->carry, 0);
-	}
+	stripes_clear(h);
 	*out = h;
 	return 0;
 }
@@ -338,17 +345,17 @@ static inline struct hist_stripe *my_stripe(ap_hist *h)
 
 int ap_hist_add(ap_hist *h, uint64_t v)
 {
-	return core_add(&h->core, &h->alloc, v, 1, true, my_stripe(h));
+	return core_add(&h->core, &h->alloc, v, 1, my_stripe(h));
 }
 
 int ap_hist_add_n(ap_hist *h, uint64_t v, uint64_t n)
 {
-	return n ? core_add(&h->core, &h->alloc, v, n, true, my_stripe(h)) : 0;
+	return n ? core_add(&h->core, &h->alloc, v, n, my_stripe(h)) : 0;
 }
 
 int ap_hist_add_weight(ap_hist *h, uint64_t v, double w)
 {
-	return core_add_weight(&h->core, &h->alloc, v, w, true, my_stripe(h));
+	return core_add_weight(&h->core, &h->alloc, v, w, my_stripe(h));
 }
 
 size_t ap_hist_memory(const ap_hist *h)
@@ -386,14 +393,7 @@ static void core_reset(struct hist_core *c)
 void ap_hist_reset(ap_hist *h)
 {
 	core_reset(&h->core);
-	for (unsigned i = 0; i < HIST_STRIPES; i++) {
-		struct hist_stripe *st = hist_stripe(h, i);
-		atomic_store_explicit(&st->sum_lo, 0, RLX);
-		atomic_store_explicit(&st->sum_hi, 0, RLX);
-		atomic_store_explicit(&st->sq_lo, 0, RLX);
-		atomic_store_explicit(&st->sq_hi, 0, RLX);
-		atomic_store_explicit(&st->carry, 0, RLX);
-	}
+	stripes_clear(h);
 	for (ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
 							memory_order_acquire);
 	     r; r = r->next)
@@ -468,7 +468,7 @@ void ap_hist_recorder_release(ap_hist_recorder *r)
 static __attribute__((noinline)) int recorder_add_slow(ap_hist_recorder *r,
 							uint64_t v)
 {
-	return core_add(&r->core, &r->parent->alloc, v, 1, false, NULL);
+	return core_add(&r->core, &r->parent->alloc, v, 1, NULL);
 }
 
 /*
@@ -550,12 +550,12 @@ int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v, size_t n)
 
 int ap_hist_recorder_add_n(ap_hist_recorder *r, uint64_t v, uint64_t n)
 {
-	return n ? core_add(&r->core, &r->parent->alloc, v, n, false, NULL) : 0;
+	return n ? core_add(&r->core, &r->parent->alloc, v, n, NULL) : 0;
 }
 
 int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v, double w)
 {
-	return core_add_weight(&r->core, &r->parent->alloc, v, w, false, NULL);
+	return core_add_weight(&r->core, &r->parent->alloc, v, w, NULL);
 }
 
 /* ---- Snapshot ----------------------------------------------------------- */
