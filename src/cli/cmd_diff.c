@@ -324,12 +324,7 @@ static int print_json(const struct diff_run *r, size_t top, bool only_sig)
 	json_writer w;
 	json_init(&w, stdout);
 	json_begin_object(&w);
-	json_key(&w, "view");
-	json_string(&w, hv_kind_name(o->view));
-	json_key(&w, "value");
-	json_string(&w, hv_value_name(o->value));
-	json_key(&w, "by");
-	json_string(&w, hv_by_name(o->by));
+	vc_json_view(&w, o);
 	json_key(&w, "level");
 	json_number(&w, r->level);
 	json_key(&w, "base");

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "heapview.h"
 #include "json.h"
+#include "views_cli.h"
 
 static void report_usage(FILE *f)
 {
@@ -401,12 +402,7 @@ static void print_json(const hv_view *v, const struct ropts *r,
 	json_writer w;
 	json_init(&w, stdout);
 	json_begin_object(&w);
-	json_key(&w, "view");
-	json_string(&w, hv_kind_name(o->view));
-	json_key(&w, "value");
-	json_string(&w, hv_value_name(o->value));
-	json_key(&w, "by");
-	json_string(&w, hv_by_name(o->by));
+	vc_json_view(&w, o);
 	json_key(&w, "rate");
 	json_number(&w, hv_rate(v));
 	json_key(&w, "level");

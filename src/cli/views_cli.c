@@ -33,6 +33,16 @@ int vc_view_option(int opt, const char *arg, hv_options *o)
 	}
 }
 
+void vc_json_view(json_writer *w, const hv_options *o)
+{
+	json_key(w, "view");
+	json_string(w, hv_kind_name(o->view));
+	json_key(w, "value");
+	json_string(w, hv_value_name(o->value));
+	json_key(w, "by");
+	json_string(w, hv_by_name(o->by));
+}
+
 int vc_bad_option(const char *cmd, char **argv)
 {
 	ap_cli_error("unknown option or missing argument '%s' (see "

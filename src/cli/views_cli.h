@@ -1,5 +1,6 @@
 /*
- * views_cli.h: command-line plumbing shared by diff, flame and folded: the
+ * views_cli.h: command-line plumbing shared by diff, flame and folded (and
+ * report, for its JSON header): the
  * options that choose a heap view (--alloc/--inuse, --requested/--usable,
  * --focus/--ignore, --level), opening profiles with a one-line error and
  * the right exit status, the unknown-option message, and the folded-stack
@@ -13,6 +14,7 @@
 #include <stdio.h>
 
 #include "heapview.h"
+#include "json.h"
 #include "views_util.h"
 
 /* getopt_long codes of the shared options; commands number theirs from
@@ -46,6 +48,10 @@ enum {
  * the argument is bad.
  */
 int vc_view_option(int opt, const char *arg, hv_options *o);
+
+/* The keys "view", "value" and "by" of o, as report and diff begin their
+ * JSON objects. */
+void vc_json_view(json_writer *w, const hv_options *o);
 
 /* The message for an option getopt_long rejected; returns AP_EXIT_USAGE. */
 int vc_bad_option(const char *cmd, char **argv);
