@@ -1,8 +1,8 @@
 /*
  * views_cli.h: command-line plumbing shared by diff, flame and folded (and
- * report, for its JSON header): the
- * options that choose a heap view (--alloc/--inuse, --requested/--usable,
- * --focus/--ignore, --level), opening profiles with a one-line error and
+ * report, for its JSON header): the options that choose a heap view
+ * (--alloc/--inuse, --requested/--usable, --focus/--ignore, --level),
+ * opening profiles with a one-line error and
  * the right exit status, the unknown-option message, and the folded-stack
  * writer (also meant for convert --to folded).
  */
