@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
+
 static uint64_t rotl64(uint64_t x, int k)
 {
 	return (x << k) | (x >> (64 - k));
@@ -23,10 +25,7 @@ static uint64_t rotl64(uint64_t x, int k)
 /* One SplitMix64 step: advance *x by the golden-ratio increment, then mix. */
 static uint64_t splitmix64(uint64_t *x)
 {
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return hash_mix64(*x += UINT64_C(0x9e3779b97f4a7c15));
 }
 
 /*

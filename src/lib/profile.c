@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
+
 #define ARENA_CHUNK 32768u
 #define ARENA_ALIGN 16u
 
@@ -163,13 +165,7 @@ range:
 
 static size_t id_hash(uint64_t id)
 {
-	/* splitmix64's finaliser: sequential ids spread over all slots. */
-	id ^= id >> 30;
-	id *= 0xbf58476d1ce4e5b9ull;
-	id ^= id >> 27;
-	id *= 0x94d049bb133111ebull;
-	id ^= id >> 31;
-	return (size_t)id;
+	return (size_t)hash_mix64(id); /* sequential ids spread over all slots */
 }
 
 static const struct id_slot *id_find(const struct id_map *m, uint64_t id)

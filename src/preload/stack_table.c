@@ -9,20 +9,10 @@
 
 #include <string.h>
 
+#include "../lib/hash.h"
 #include "allocprof/common.h"
 
 #define INIT_BUCKETS 1024
-
-static uint64_t mix64(uint64_t h)
-{
-	/* splitmix64's finaliser: good avalanche, a few instructions. */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
 
 /* Per frame a multiply and a fold (cheap: every sample hashes its whole
  * stack), then one full finaliser so the bucket bits depend on all frames. */
@@ -33,12 +23,12 @@ static uint64_t hash_stack(const uintptr_t *pcs, int depth)
 		h = (h ^ (uint64_t)pcs[i]) * 0x9e3779b97f4a7c15ULL;
 		h ^= h >> 29;
 	}
-	return mix64(h);
+	return hash_mix64(h);
 }
 
 static uint64_t hash_site(const stack *s, uint64_t size_class, uint64_t rate)
 {
-	return mix64(mix64(s->hash ^ size_class) ^ rate);
+	return hash_mix64(hash_mix64(s->hash ^ size_class) ^ rate);
 }
 
 int table_init(stack_table *t, arena *a)
