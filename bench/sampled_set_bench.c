@@ -1,6 +1,6 @@
 /*
  * sampled_set_bench.c: what free() pays to ask "was this pointer sampled?"
- * (DESIGN.md asks for both designs to be measured).
+ * (docs/DESIGN.md asks for both designs to be measured).
  *
  *   sampled_set_bench MODE N [LIVE]
  *

@@ -21,7 +21,7 @@
  * does, one site gets all the bytes and the other none, however long the
  * program runs. Even a random starting phase only makes each run all-or-
  * nothing; its error never shrinks. Per-byte random sampling cannot lock on
- * to a period: its estimate is unbiased for any pattern (seed 003).
+ * to a period: its estimate is unbiased for any pattern ([R4]).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in lib/bench_util.h */
 #include <math.h>
@@ -174,7 +174,7 @@ static int cmd_stride(long reps)
 /*
  * Small objects (16..256 B, uniform) at R = 8192: pi between 0.2% and 3%,
  * the regime where the HT relative sd is sqrt(sum R Z) / sum Z ~ 1/sqrt(s)
- * with s = total / R the expected number of samples (seed 003; STATISTICS.md
+ * with s = total / R the expected number of samples ([R4]; STATISTICS.md
  * section 2). A smaller R than the runtime's default only shortens the
  * simulation: what matters is Z << R.
  */

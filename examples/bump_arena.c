@@ -1,6 +1,6 @@
 /*
  * bump_arena.c: a bump-pointer arena that samples its allocations with the
- * combined limit (seed 003), at no cost on its fast path.
+ * combined limit ([R4]), at no cost on its fast path.
  *
  *     bump_arena [RATE [SEED]]
  *

@@ -26,7 +26,7 @@ typedef struct site {
 	uint64_t lo, hi;     /* sizes uniform in [lo, hi] */
 	/* what the profiler sees */
 	ap_ht ht;
-	double u;	     /* sum of size - offset over samples (seed 003) */
+	double u;	     /* sum of size - offset over samples ([R4]) */
 	/* the truth, for the table only */
 	double true_bytes;
 } site;

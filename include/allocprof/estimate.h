@@ -2,7 +2,7 @@
  * allocprof/estimate.h: turning sampled allocations into unbiased estimates
  * with confidence intervals.
  *
- * Model (docs/STATISTICS.md, seeds 000 and 003): every allocated byte is a
+ * Model (docs/STATISTICS.md, [R1] and [R4]): every allocated byte is a
  * Bernoulli trial with success probability p = 1/R, R the mean sampling
  * interval in bytes. An allocation of Z bytes is sampled with probability
  * pi(Z) = 1 - (1 - 1/R)^Z. Two estimators follow:
@@ -10,7 +10,7 @@
  *  - Horvitz-Thompson (HT): weight each sampled allocation by 1/pi. Unbiased,
  *    additive (estimates and variance estimates of independent parts add),
  *    normal interval once there are about a hundred samples.
- *  - Negative binomial (NB, seed 003): the failed trials before the s-th
+ *  - Negative binomial (NB, [R4]): the failed trials before the s-th
  *    success are NegBin(s, p); gives an exact interval when samples are few.
  *
  * allocprof reports the NB interval below AP_NB_MAX_SAMPLES samples and the
@@ -56,7 +56,7 @@ AP_API double ap_prob_sampled_exp(uint64_t size, double rate);
 
 /*
  * Theoretical HT variance contribution of one allocation of size bytes
- * (seed 003): size^2 * (1 - pi) / pi; 0 when pi = 1 (rate 1) and for size
+ * ([R4]): size^2 * (1 - pi) / pi; 0 when pi = 1 (rate 1) and for size
  * 0 (a zero-byte allocation contributes no bytes). NaN for rate < 1.
  */
 AP_API double ap_ht_var_exact(uint64_t size, double rate);
@@ -129,7 +129,7 @@ AP_API double ap_negbin_cdf_camp_paulson(double failures, double s, double p);
 AP_API int ap_negbin_quantile(double q, double s, double p, double *failures);
 
 /*
- * Exact NB interval on the bytes allocated in a window (seed 003): samples =
+ * Exact NB interval on the bytes allocated in a window ([R4]): samples =
  * s sampled allocations, u = sum over them of (size - offset of the sampled
  * byte), rate = R. estimate = s*q/p + u; [f_lo + u, f_hi + u] where f_lo,
  * f_hi are the (1-level)/2 and (1+level)/2 quantiles of NegBin(s, 1/R).
@@ -208,7 +208,7 @@ AP_API int ap_objects_interval(uint64_t samples, double ht_objects,
 /* ---- Other estimators and format helpers ----------------------------- */
 
 /*
- * heapprofd's estimator (seed 002): count successes k inside allocations
+ * heapprofd's estimator ([R3]): count successes k inside allocations
  * (sampling continues inside an allocation), bytes ~= k * R. NaN for rate < 1.
  */
 AP_API double ap_count_estimate(uint64_t count, double rate);

@@ -1,6 +1,6 @@
 /*
  * allocprof/hist.h: log-linear histograms of uint64 values with a bounded
- * relative error (BIND's hg64 proposal, shared/seeds/004; DESIGN.md).
+ * relative error (BIND's hg64 proposal, [R5]; docs/DESIGN.md).
  *
  * A value v is counted in the bucket of its sigbits+1 most significant bits:
  * every bucket [lo, hi] has (hi - lo) / lo < 2^-sigbits, and values below

@@ -1,8 +1,8 @@
 /*
  * allocprof/sampler.h: per-byte random allocation sampling.
  *
- * Model (docs: shared STATISTICS.md section 1; seeds 000 jemalloc, 002
- * heapprofd, 003 .NET AllocationSampled): every allocated byte is a Bernoulli
+ * Model (docs/STATISTICS.md section 1; [R1] jemalloc, [R3]
+ * heapprofd, [R4] .NET AllocationSampled): every allocated byte is a Bernoulli
  * trial with success probability p; an allocation is sampled when one of its
  * bytes succeeds. Instead of flipping a coin per byte, the sampler keeps
  * bytes_until_sample = the number of failed trials left before the next
@@ -47,7 +47,7 @@ extern "C" {
  */
 #define AP_SAMPLER_RATE_MAX ((uint64_t)1 << 56)
 #define AP_SAMPLER_GAP_MAX ((uint64_t)1 << 62)
-/* Passthrough: sizes whose pi exceeds this are recorded exactly (seed 002). */
+/* Passthrough: sizes whose pi exceeds this are recorded exactly ([R3]). */
 #define AP_SAMPLER_PASSTHROUGH_PROB 0.99
 
 typedef enum {
@@ -57,7 +57,7 @@ typedef enum {
 
 typedef enum {
 	AP_SAMPLE_FIRST, /* .NET: after the first success skip the rest of the
-			    allocation (legal: seed 003, point 4) */
+			    allocation (legal: [R4], point 4) */
 	AP_SAMPLE_COUNT  /* heapprofd: count every success inside the allocation;
 			    the leftover gap carries over to the next one */
 } ap_sample_mode;
@@ -119,7 +119,7 @@ AP_API int ap_sampler_init(ap_sampler *s, const ap_sampler_config *c);
 /*
  * Change R (same domain and errors as init; s unchanged on error). Redraws
  * the gap: legal because the pending trials are discarded without looking
- * at them (seed 003, point 4). Recomputes the passthrough threshold.
+ * at them ([R4], point 4). Recomputes the passthrough threshold.
  */
 AP_API int ap_sampler_set_rate(ap_sampler *s, uint64_t rate);
 
@@ -186,7 +186,7 @@ AP_API uint64_t ap_sampler_next_gap(ap_sampler *s);
 
 /*
  * Discard the next n trials without looking at them: as if n bytes were
- * allocated but no sample inside them could be recorded. Legal (seed 003,
+ * allocated but no sample inside them could be recorded. Legal ([R4],
  * point 4): the decision does not depend on the outcomes. O(1): when a
  * success falls inside the skipped bytes, the trials after the skip are a
  * fresh geometric run by memorylessness.
@@ -197,7 +197,7 @@ AP_API void ap_sampler_skip(ap_sampler *s, uint64_t n);
 AP_API void ap_sampler_redraw(ap_sampler *s);
 
 /*
- * Combined limit for bump-pointer allocators (seed 003, "combined limit").
+ * Combined limit for bump-pointer allocators ([R4], "combined limit").
  * The allocator keeps its bump region in an ap_bump and checks only
  * combined_limit = min(anchor + bytes_until_sample, limit) on its fast path:
  *
@@ -255,7 +255,7 @@ AP_API void ap_bump_sync(ap_bump *b, ap_sampler *s);
  * (a dedicated block for a large object) without further calls. If the
  * allocation then fails (no memory for a refill), simply drop it and the
  * sample: its trials are discarded for a reason independent of their
- * outcomes, which keeps the stream valid (seed 003, point 4).
+ * outcomes, which keeps the stream valid ([R4], point 4).
  */
 AP_API unsigned ap_bump_slow(ap_bump *b, ap_sampler *s, size_t size, ap_sample_info *info);
 

@@ -1,7 +1,7 @@
 /*
  * cmd_ci.c: `allocprof ci`, the exact negative-binomial confidence interval
  * on the bytes allocated in a window from its sample count s and u, the sum
- * of (size - offset) over the samples (seed 003, docs/STATISTICS.md). A
+ * of (size - offset) over the samples ([R4], docs/STATISTICS.md). A
  * calculator for numbers read off a trace or a profile; the arithmetic is
  * ap_nb_interval's.
  */
@@ -35,7 +35,7 @@ static void ci_usage(FILE *f)
 	      "                  \"lo\",\"hi\"} as one JSON object\n"
 	      "  -h, --help      this help\n"
 	      "\n"
-	      "Example (seed 003): allocprof ci --samples 8 --u 10908 --rate 102400\n"
+	      "Example ([R4]): allocprof ci --samples 8 --u 10908 --rate 102400\n"
 	      "Exit status: 0 ok, 1 usage error.\n",
 	      f);
 }

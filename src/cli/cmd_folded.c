@@ -1,6 +1,6 @@
 /*
  * cmd_folded.c: allocprof folded: a profile as folded stacks, the text
- * format FlameGraph, speedscope and inferno read (FORMATS.md): one line per
+ * format FlameGraph, speedscope and inferno read (docs/FORMATS.md): one line per
  * unique stack, frames root first joined by ';', a space and an integer
  * weight, here the estimated bytes of the view. The writer is
  * vc_write_folded (views_cli.h).

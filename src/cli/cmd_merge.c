@@ -3,7 +3,7 @@
  * that report, diff, flame and convert share (heapview.h), with the small
  * key map and string pool they use.
  *
- * Merging is unbias-then-sum (seed 000, "aggregation must be done after
+ * Merging is unbias-then-sum ([R1], "aggregation must be done after
  * unbiasing samples"): the values in each profile are already unbiased and
  * additive (HT estimates, sample counts, sums of u, variance estimates), so
  * identical samples simply add. A sample drawn at a rate other than the

@@ -2,7 +2,7 @@
  * cmd_report.c: `allocprof report`, the top allocation sites of one or more
  * heap profiles, each estimate with its confidence interval (heapview.h does
  * the statistics; this file parses options and prints a table or JSON in
- * the shape DESIGN.md fixes). --sizes adds the allocation-size and lifetime
+ * the shape docs/DESIGN.md fixes). --sizes adds the allocation-size and lifetime
  * distributions the runtime stores as histogram comments.
  */
 #define _GNU_SOURCE
@@ -50,7 +50,7 @@ static void report_usage(FILE *f)
 	      "Exit status: 0 ok, 1 usage error, 2 unreadable or invalid input.\n",
 	      f);
 	fprintf(f,
-		"\nIntervals: bytes use the exact negative-binomial interval (seed 003:\n"
+		"\nIntervals: bytes use the exact negative-binomial interval ([R4]:\n"
 		"failed trials before the s-th sampled byte) when a site has fewer than\n"
 		"%d samples, and the Horvitz-Thompson normal interval (estimate +- z *\n"
 		"sqrt(variance estimate)) from %d samples up; objects use the exact\n"

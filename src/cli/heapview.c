@@ -5,7 +5,7 @@
  * deriving them approximately for profiles that lack them, e.g. Go's),
  * expands locations into frames, drops allocator/allocprof leaf frames,
  * applies the filters, aggregates per stack, then per site, and finishes
- * the confidence intervals (estimate.h; seed 003 for NB, seed 000 for HT).
+ * the confidence intervals (estimate.h; [R4] for NB, [R1] for HT).
  * Loading files is in cmd_convert.c, merging in cmd_merge.c.
  */
 #define _GNU_SOURCE

@@ -56,7 +56,7 @@ int vu_diff_interval(const vu_side *base, const vu_side *nw, double level,
 
 /*
  * Upper bound on the bytes behind a site with no sample at all at mean
- * interval rate: the NB upper bound from one sample (seed 003: the window
+ * interval rate: the NB upper bound from one sample ([R4]: the window
  * ends between sample events), i.e. about rate * ln(2 / (1 - level)).
  * 0 at rate <= 1 (every byte would have been seen); NaN for bad input.
  */

@@ -1,11 +1,11 @@
 /*
  * estimate.c: the estimators of docs/STATISTICS.md. Horvitz-Thompson sums
- * and normal intervals (seeds 000 and 001), the negative-binomial estimate
+ * and normal intervals ([R1] and [R2]), the negative-binomial estimate
  * and its exact interval with the compensation for windows that do not
- * start or end at a sample event (seed 003), the Camp-Paulson approximation
- * of the NB CDF (Barko 1966, as validated in seed 003), exact Poisson
- * intervals for small object counts, heapprofd's count estimator (seed 002)
- * and the transform that makes jeprof print unbiased values (seed 000).
+ * start or end at a sample event ([R4]), the Camp-Paulson approximation
+ * of the NB CDF (Barko 1966, as validated in [R4]), exact Poisson
+ * intervals for small object counts, heapprofd's count estimator ([R3])
+ * and the transform that makes jeprof print unbiased values ([R1]).
  *
  * Everything is a pure function of its arguments. Invalid input never
  * aborts: values come back NaN, int results AP_EINVAL with outputs NaN.
@@ -44,7 +44,7 @@ static void set_nan(ap_interval *out)
 
 /*
  * pi(Z) = 1 - q^Z with q = 1 - 1/R, computed as -expm1(Z log1p(-1/R)) so
- * that small Z/R keeps full relative precision (seed 000's exact form).
+ * that small Z/R keeps full relative precision ([R1]'s exact form).
  */
 double ap_prob_sampled(uint64_t size, double rate)
 {
@@ -430,7 +430,7 @@ int ap_jeprof_transform(double objects, double bytes, double rate,
 	if (bytes >= 0x1p64 || objects >= 0x1p64)
 		return AP_ERANGE;
 	/*
-	 * Seed 000 / STATISTICS.md section 3: with x = bytes / objects and
+	 * [R1] / STATISTICS.md section 3: with x = bytes / objects and
 	 * f = 1 - exp(-x/R), writing (objects f, bytes f) makes jeprof print
 	 * (objects, bytes). The count must be an integer >= 1. Rounding it
 	 * while keeping the average x = s / c exact scales both printed

@@ -2,12 +2,12 @@
  * heapv2.c: jemalloc's heap_v2 text format (and gperftools' "heap profile:"
  * flavour) to and from an allocprof heap profile; see allocprof/heapv2.h.
  *
- * Format facts (shared/FORMATS.md, jeprof's reader): the first line is
+ * Format facts (docs/FORMATS.md, jeprof's reader): the first line is
  * "heap_v2/R"; "t*: n1: s1 [n2: s2]" lines carry in-use then cumulative
  * (objects, bytes); "@ a1 a2 ..." lists raw return addresses leaf first, and
  * readers subtract 1 from all but the first; the text after
  * "MAPPED_LIBRARIES:" is /proc/PID/maps. jeprof scales each counts pair by
- * 1 / (1 - exp(-(s/n)/R)) (seed 000): the encoder writes values transformed
+ * 1 / (1 - exp(-(s/n)/R)) ([R1]): the encoder writes values transformed
  * with ap_jeprof_transform() so that scaling lands on the unbiased values,
  * and the decoder applies jeprof's scaling itself.
  */

@@ -9,8 +9,8 @@
  * sigbits holds the values whose top bit is bit sigbits + c - 1; chunks 0 and
  * 1 hold the values below 2^(sigbits+1), one per key). A chunk's counter
  * array is allocated the first time a value lands in it, so memory follows
- * the range of the data, never the whole uint64 range (hg64's design, seed
- * 004).
+ * the range of the data, never the whole uint64 range (hg64's design,
+ * [R5]).
  */
 #ifndef ALLOCPROF_HIST_INTERNAL_H
 #define ALLOCPROF_HIST_INTERNAL_H
@@ -32,7 +32,7 @@ __extension__ typedef unsigned __int128 hist_u128;
  * sigbits + 1 significant bits (0 for small v, since bit `sigbits` is forced
  * on); the key is e above the shifted mantissa, i.e. a tiny float. One OR,
  * one CLZ, a subtraction, two shifts and an add; no branch, no division
- * (Khuong's bucketing as used by hg64, seed 004).
+ * (Khuong's bucketing as used by hg64, [R5]).
  */
 static inline uint32_t hist_key(unsigned s, uint64_t v)
 {

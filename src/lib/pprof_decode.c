@@ -1,6 +1,6 @@
 /*
  * pprof_decode.c: reads a pprof Profile message (google/pprof
- * proto/profile.proto; field numbers in shared/FORMATS.md), plain or gzip'd,
+ * proto/profile.proto; field numbers in docs/FORMATS.md), plain or gzip'd,
  * into an ap_profile.
  *
  * Hostile input is the normal case: every length is bounded by its enclosing

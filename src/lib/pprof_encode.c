@@ -1,7 +1,7 @@
 /*
  * pprof_encode.c: writes an ap_profile as a pprof Profile message
  * (google/pprof proto/profile.proto, proto3 wire format; field numbers in
- * shared/FORMATS.md), optionally gzip'd as pprof files usually are.
+ * docs/FORMATS.md), optionally gzip'd as pprof files usually are.
  *
  * Fields are written in field-number order, proto3 zero scalars omitted,
  * repeated scalars packed, every string_table entry written (entry 0 is "").

@@ -3,9 +3,9 @@
  * sample records, passthrough) and the combined limit for bump allocators.
  * The fast path is inline in allocprof/sampler.h.
  *
- * Model and formulas: STATISTICS.md section 1, seeds 000 (jemalloc: geometric
- * gaps from one uniform), 002 (heapprofd: counting samples inside an
- * allocation, exact recording of large ones), 003 (.NET: first success only,
+ * Model and formulas: docs/STATISTICS.md section 1, [R1] (jemalloc: geometric
+ * gaps from one uniform), [R3] (heapprofd: counting samples inside an
+ * allocation, exact recording of large ones), [R4] (.NET: first success only,
  * legal discards, combined limit).
  */
 #include "allocprof/sampler.h"
@@ -257,7 +257,7 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
 	out->offset = c;
 	if (s->mode == AP_SAMPLE_FIRST) {
 		/* Skip the rest of the allocation: its trials are discarded
-		 * whatever they are (seed 003, point 4). */
+		 * whatever they are ([R4], point 4). */
 		out->count = 1;
 		out->weight = 1.0 / out->prob;
 		s->bytes_until_sample = (int64_t)draw_gap(s);
@@ -268,7 +268,7 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
 	}
 }
 
-/* ---- combined limit for bump allocators (seed 003) ---- */
+/* ---- combined limit for bump allocators ([R4]) ---- */
 
 /*
  * How far the fast path may bump from b->ptr (== b->anchor) before it must

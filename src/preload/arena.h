@@ -1,7 +1,7 @@
 /*
  * arena.h: the runtime's own memory, straight from mmap.
  *
- * The runtime must never call the malloc it intercepts (DESIGN.md, "the
+ * The runtime must never call the malloc it intercepts (docs/DESIGN.md, "the
  * runtime's hard rules"), so stack tables, sampled-set tables, and the
  * profile built at dump time (including zlib's buffers) come from here. An
  * arena is a small size-class allocator: blocks up to ARENA_MAX_SMALL bytes

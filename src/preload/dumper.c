@@ -1,7 +1,7 @@
 /*
  * dumper.c: when profiles get written, and by whom.
  *
- * Dumps never run inside a signal handler or inside malloc (DESIGN.md): the
+ * Dumps never run inside a signal handler or inside malloc (docs/DESIGN.md): the
  * signal handler and the sampling slow path only raise a flag and post a
  * semaphore (sem_post is async-signal-safe); a dedicated dumper thread, with
  * every signal blocked and its guard permanently set, wakes up and writes

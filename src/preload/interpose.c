@@ -1,7 +1,7 @@
 /*
  * interpose.c: the malloc family exported by liballocprof_preload.so.
  *
- * Each entry point is the whole fast path (DESIGN.md, "the runtime's hard
+ * Each entry point is the whole fast path (docs/DESIGN.md, "the runtime's hard
  * rules"): an allocation subtracts its size from the thread's sampler
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
  * tail-calls the allocator underneath. A free tests whether the pointer is

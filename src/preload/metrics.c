@@ -7,7 +7,7 @@
  * (stack_table.h), so summing them over sites gives the whole process's
  * inputs to the interval rules of estimate.h: the exact negative-binomial
  * interval below AP_NB_MAX_SAMPLES samples, the HT normal interval above
- * (seed 003; docs/STATISTICS.md). Sites drawn at different rates (the
+ * ([R4]; docs/STATISTICS.md). Sites drawn at different rates (the
  * per-thread rate API) make the NB interval inexact, so then the HT
  * interval is used (rate 0 tells ap_bytes_interval so).
  *

@@ -1,7 +1,7 @@
 /*
  * region.h: the allocprof-owned address range that serves sampled blocks.
  *
- * Design (2) of DESIGN.md's free() fast path: if every sampled block lives
+ * Design (2) of docs/DESIGN.md's free() fast path: if every sampled block lives
  * inside one range reserved by the runtime, free() decides "was this pointer
  * sampled?" with a subtraction and a compare against two globals, and only
  * pointers inside the range take the slow path. The range is reserved once

@@ -2,7 +2,7 @@
  * sampled_set.h: the set of live sampled pointers, and each one's record.
  *
  * free() must decide "was this pointer sampled?" for every call, in O(1) and
- * without locks (DESIGN.md). This is design (1) of the two the design asks to
+ * without locks (docs/DESIGN.md). This is design (1) of the two the design asks to
  * compare: a lock-free open-addressing hash set of addresses, as Chromium's
  * PoissonAllocationSampler keeps. Lookups take no lock and touch one table
  * pointer plus, almost always, one cache line of keys.

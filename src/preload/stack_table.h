@@ -19,7 +19,7 @@
  * sample_rec). Counters are sums, so they merge across threads, processes
  * and machines by addition (STATISTICS.md section 2):
  *   objects  += w              space += w * size        (w = 1/pi)
- *   samples  += 1              u     += size - offset   (seed 003's NB estimator)
+ *   samples  += 1              u     += size - offset   ([R4]'s NB estimator)
  *   objects_var += (1-pi)/pi^2 = w^2 - w
  *   space_var   += (w^2 - w) * size^2                   (HT variance estimate)
  *   usable   += w * malloc_usable_size

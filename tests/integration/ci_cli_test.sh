@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # allocprof ci: the negative-binomial interval from the command line. Checks
-# seed 003's worked example (s = 8, u = 10908, R = 102400, C = 0.95 gives
+# [R4]'s worked example (s = 8, u = 10908, R = 102400, C = 0.95 gives
 # [353666 + u, 1476870 + u], +-2 for the seed's rounding), the exact JSON
 # shape, the open-window compensation, R = 1, and that every bad or missing
 # argument exits 1 with exactly one line on stderr and nothing on stdout.

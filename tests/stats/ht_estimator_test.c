@@ -10,7 +10,7 @@
  *
  * Acceptance, each with its tolerance derived here:
  *  - mean: |mean(Y) - T| <= 4 SE, SE = sqrt(V / NREP) with V the exact
- *    variance sum Z^2 (1 - pi) / pi (seed 000). A correct estimator fails
+ *    variance sum Z^2 (1 - pi) / pi ([R1]). A correct estimator fails
  *    this with probability 6e-5 per check; a bias of 4 SE fails it.
  *  - variance: the empirical variance s^2 is within 5% of V. The sampling
  *    SD of s^2 is sqrt((mu4 - sigma^4) / NREP) (mu4 the fourth central
@@ -24,7 +24,7 @@
  *    weights (0.936 at ~30 samples of small objects, ~0.945 at 100: see
  *    docs/STATISTICS.md section 5), so the small-object patterns get ~100
  *    expected samples to sit several SDs inside the band, not on its edge.
- *  - R = 1 gives T exactly; and the sum-then-unbias estimator that seed 000
+ *  - R = 1 gives T exactly; and the sum-then-unbias estimator that [R1]
  *    warns about fails the mean test (asserted), while HT passes on the
  *    same data.
  */
@@ -321,7 +321,7 @@ AP_TEST(ht_rate_one_is_exact)
 }
 
 /*
- * Seed 000's warning, made concrete: a site allocating 2000 x 16 B and one
+ * [R1]'s warning, made concrete: a site allocating 2000 x 16 B and one
  * 4 MiB object on each of MACHINES machines (R = 64 KiB). Summing the raw
  * sampled sizes and counts over the machines and unbiasing once with the
  * average size (the old jeprof/pprof way) gives a factor ~1, dropping most

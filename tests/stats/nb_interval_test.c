@@ -1,9 +1,9 @@
 /*
  * nb_interval_test.c: Monte Carlo coverage of the negative-binomial
- * interval (seed 003) and of the interval reports use (ap_bytes_interval:
+ * interval ([R4]) and of the interval reports use (ap_bytes_interval:
  * NB below AP_NB_MAX_SAMPLES samples, HT normal above), driven by the real
  * sampler in its default mode (geometric gaps, skip the rest of a sampled
- * allocation: exactly seed 003's model).
+ * allocation: exactly [R4]'s model).
  *
  * A window is a fixed population of allocations (mostly 8-128 B, some
  * 4-16 KiB, R = 4096) replayed NREP times. Windows are sized for expected
@@ -196,7 +196,7 @@ AP_TEST(report_interval_covers_with_two_hundred_samples)
 	check_lambda(200, 16);
 }
 
-/* Without seed 003's compensation the few-sample interval undercovers. */
+/* Without [R4]'s compensation the few-sample interval undercovers. */
 AP_TEST(uncompensated_interval_undercovers)
 {
 	coverage c;

@@ -12,7 +12,7 @@
  * coverage is >= 0.95 - 4 sd (false failure probability 3e-5 per check,
  * ~1e-3 over all checks here; the seeds are fixed anyway). The exact NB
  * interval (below AP_NB_MAX_SAMPLES samples) is conservative (open at both
- * ends, seed 003), so only the lower side is asserted for it; where the HT
+ * ends, [R4]), so only the lower side is asserted for it; where the HT
  * normal interval applies (mean samples >= AP_NB_MAX_SAMPLES) coverage must
  * also stay below 0.95 + 4 sd + 0.01 (normal approximation error), showing
  * the intervals are not merely wide.
@@ -20,7 +20,7 @@
  * Merging: 20 "processes" (seeds; half sampled at R/2, so the merged
  * profile mixes rates) are merged unbias-then-sum (hv_profile_merge) and
  * must keep the coverage; the same data summed first and unbiased once per
- * site (the error seed 000 warns about) misses the truth of a mixed-size
+ * site (the error [R1] warns about) misses the truth of a mixed-size
  * site in most replications, which the test asserts.
  */
 #define _GNU_SOURCE

@@ -1,6 +1,6 @@
 /*
  * combined_limit_test.c: the bump-allocator combined limit (ap_bump_*,
- * seed 003) samples exactly what the plain per-byte sampler samples.
+ * [R4]) samples exactly what the plain per-byte sampler samples.
  *
  * A simulated arena (fake addresses, no memory touched) serves a fixed,
  * mixed stream of sizes from 16 KiB regions, refilling when a size does not
@@ -11,7 +11,7 @@
  * records: same allocation indices, offsets, counts, exactness.
  *
  * Second part: discarding trials is legal only independently of their
- * outcomes (seed 003, point 4). Charging the discarded tail as trials, or
+ * outcomes ([R4], point 4). Charging the discarded tail as trials, or
  * redrawing the gap at each refill, changes which objects are sampled but
  * not the law: the fraction of sampled allocations stays pi(z). A policy
  * that looks at the pending outcome before discarding (redraw only when the

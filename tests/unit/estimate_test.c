@@ -1,7 +1,7 @@
 /*
  * estimate_test.c: the estimators and intervals of allocprof/estimate.h:
  * sampling probabilities, Horvitz-Thompson sums and intervals, the
- * negative-binomial interval (seed 003's worked example and table), per-rate
+ * negative-binomial interval ([R4]'s worked example and table), per-rate
  * groups, the report-level interval choice, exact Poisson intervals, and the
  * jeprof transform checked by replaying jeprof's own scaling. Every function
  * is also fed zero sizes, rates below 1, overflow-sized values and NaN.
@@ -48,7 +48,7 @@ AP_TEST(prob_sampled_edges)
 	AP_CHECK(isnan(ap_prob_sampled_exp(10, (double)NAN)));
 }
 
-/* Seed 000: ~R Z for Z << R, ~Z^2 at Z = R ln 2, -> 0 for Z >> R. */
+/* [R1]: ~R Z for Z << R, ~Z^2 at Z = R ln 2, -> 0 for Z >> R. */
 AP_TEST(ht_var_exact_follows_the_seed_asymptotics)
 {
 	double r = 524288;
@@ -141,7 +141,7 @@ AP_TEST(ht_interval_rejects_invalid_input)
 	AP_CHECK_EQ_INT(ap_ht_interval(1, 1, 0.9, NULL), AP_EINVAL);
 }
 
-/* Seed 003: C = 0.95, s = 8, u = 10908 -> [353666 + u, 1476870 + u]. */
+/* [R4]: C = 0.95, s = 8, u = 10908 -> [353666 + u, 1476870 + u]. */
 AP_TEST(nb_interval_reproduces_the_seed_example)
 {
 	ap_interval iv;
@@ -153,7 +153,7 @@ AP_TEST(nb_interval_reproduces_the_seed_example)
 	AP_CHECK_NEAR(iv.estimate, 8 * 102399.0 + 10908, 1e-15, 0);
 }
 
-/* Seed 003's table of 0.025 / 0.975 failure quantiles (u = 0), +-2. */
+/* [R4]'s table of 0.025 / 0.975 failure quantiles (u = 0), +-2. */
 AP_TEST(nb_interval_matches_the_seed_table)
 {
 	static const double t[][3] = {
@@ -174,7 +174,7 @@ AP_TEST(nb_interval_matches_the_seed_table)
 	}
 }
 
-/* Seed 003's compensation: s-1 samples for the lower, s+1 for the upper. */
+/* [R4]'s compensation: s-1 samples for the lower, s+1 for the upper. */
 AP_TEST(nb_interval_open_ends_use_one_sample_less_or_more)
 {
 	ap_interval open, s7, s9, closed;

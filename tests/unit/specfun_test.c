@@ -187,7 +187,7 @@ AP_TEST(negbin_quantile_matches_reference_table)
 }
 
 /*
- * Camp-Paulson against the exact CDF over every tabulated point: seed 003
+ * Camp-Paulson against the exact CDF over every tabulated point: [R4]
  * reports ~0.01 at s = 1 and ~0.001 at s = 5; the acceptance bounds are
  * 0.013 and 0.0015, and the error must keep shrinking with s.
  */

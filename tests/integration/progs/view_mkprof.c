@@ -3,7 +3,7 @@
  * pprof protobuf) from a text description, for the diff/flame/folded
  * integration tests. Its protobuf writer is independent of liballocprof's
  * encoder on purpose: the CLI's decoder is then checked against a second
- * implementation of the format (FORMATS.md, google/pprof profile.proto).
+ * implementation of the format (docs/FORMATS.md, google/pprof profile.proto).
  *
  * Usage: view_mkprof [--go] RATE OUT.pb < description
  * Each description line is
