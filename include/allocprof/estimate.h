@@ -118,15 +118,15 @@ AP_API double ap_betainc(double a, double b, double x);
  * s > 0 (real s allowed), 0 < p <= 1. failures < 0 gives 0, +inf gives 1.
  * NaN for invalid s or p.
  */
-AP_API double ap_negbin_cdf(double failures, double s, double p);
+AP_API double ap_nb_cdf(double failures, double s, double p);
 /* The same by the Camp-Paulson normal approximation (no special functions). */
-AP_API double ap_negbin_cdf_camp_paulson(double failures, double s, double p);
+AP_API double ap_nb_cdf_camp_paulson(double failures, double s, double p);
 /*
- * Smallest integer f >= 0 with ap_negbin_cdf(f, s, p) >= q, by bisection.
+ * Smallest integer f >= 0 with ap_nb_cdf(f, s, p) >= q, by bisection.
  * 0 <= q < 1, s > 0, 0 < p <= 1; AP_EINVAL otherwise, AP_ERANGE if f would
  * exceed 2^53.
  */
-AP_API int ap_negbin_quantile(double q, double s, double p, double *failures);
+AP_API int ap_nb_quantile(double q, double s, double p, double *failures);
 
 /*
  * Exact NB interval on the bytes allocated in a window ([R4]): samples =

@@ -23,7 +23,7 @@ extern "C" {
  * preload runtime). Returns 0, or AP_EIO with errno set (ENAMETOOLONG for a
  * path too long for the temporary name), or AP_EINVAL for a NULL argument.
  */
-AP_API int ap_write_file_atomic(const char *path, const void *buf, size_t len,
+AP_API int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 				unsigned mode);
 
 #ifdef __cplusplus

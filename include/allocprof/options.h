@@ -78,12 +78,12 @@ AP_API int ap_options_parse(const char *text, const ap_option_spec *specs,
  * need not be NUL-terminated, rejects empty input, trailing garbage and
  * overflow, and returns 0, AP_EINVAL (malformed) or AP_ERANGE (too large).
  */
-AP_API int ap_parse_u64(const char *s, size_t n, uint64_t *out);
-AP_API int ap_parse_size(const char *s, size_t n, uint64_t *out);
-AP_API int ap_parse_bool(const char *s, size_t n, bool *out);
-AP_API int ap_parse_duration_ns(const char *s, size_t n, uint64_t *out);
+AP_API int ap_options_parse_u64(const char *s, size_t n, uint64_t *out);
+AP_API int ap_options_parse_size(const char *s, size_t n, uint64_t *out);
+AP_API int ap_options_parse_bool(const char *s, size_t n, bool *out);
+AP_API int ap_options_parse_duration_ns(const char *s, size_t n, uint64_t *out);
 /* *out = index of the name equal to (s, n) in the NULL-terminated names. */
-AP_API int ap_parse_enum(const char *s, size_t n, const char *const *names,
+AP_API int ap_options_parse_enum(const char *s, size_t n, const char *const *names,
 			 int *out);
 
 #ifdef __cplusplus

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allocprof/fileio.h" /* ap_write_file_atomic */
+#include "allocprof/fileio.h" /* ap_file_write_atomic */
 
 enum { AP_EXIT_OK = 0, AP_EXIT_USAGE = 1, AP_EXIT_INPUT = 2 };
 

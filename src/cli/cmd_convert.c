@@ -162,7 +162,7 @@ static int emit(const char *path, const void *buf, size_t len)
 		}
 		return AP_EXIT_OK;
 	}
-	if (ap_write_file_atomic(path, buf, len, 0666)) {
+	if (ap_file_write_atomic(path, buf, len, 0666)) {
 		ap_cli_error("%s: %s", path, strerror(errno));
 		return AP_EXIT_INPUT;
 	}

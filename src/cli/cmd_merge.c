@@ -735,7 +735,7 @@ static int write_profile(const ap_profile *p, const char *path)
 		ap_cli_error("cannot encode the profile: %s", ap_strerror(rc));
 		return AP_EXIT_INPUT;
 	}
-	if (ap_write_file_atomic(path, buf, len, 0666)) {
+	if (ap_file_write_atomic(path, buf, len, 0666)) {
 		ap_cli_error("%s: %s", path, strerror(errno));
 		free(buf);
 		return AP_EXIT_INPUT;

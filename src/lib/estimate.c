@@ -126,7 +126,7 @@ static bool valid_nb(double s, double p)
 }
 
 /* P(F <= f) = P(at least s successes in f + s trials) = I_p(s, f + 1). */
-double ap_negbin_cdf(double failures, double s, double p)
+double ap_nb_cdf(double failures, double s, double p)
 {
 	if (!valid_nb(s, p) || isnan(failures))
 		return (double)NAN;
@@ -144,7 +144,7 @@ double ap_negbin_cdf(double failures, double s, double p)
  * sigma = sqrt(b r^(2/3) + a), P(X <= k) ~ Phi((c - mu)/sigma); the NB CDF
  * is P(X >= s) = Phi((mu - c)/sigma).
  */
-double ap_negbin_cdf_camp_paulson(double failures, double s, double p)
+double ap_nb_cdf_camp_paulson(double failures, double s, double p)
 {
 	if (!valid_nb(s, p) || isnan(failures))
 		return (double)NAN;
@@ -162,13 +162,13 @@ double ap_negbin_cdf_camp_paulson(double failures, double s, double p)
 	return ap_normal_cdf(((1.0 - a) - c) / sigma);
 }
 
-int ap_negbin_quantile(double q, double s, double p, double *failures)
+int ap_nb_quantile(double q, double s, double p, double *failures)
 {
 	if (failures)
 		*failures = (double)NAN;
 	if (!failures || !valid_nb(s, p) || !(q >= 0) || !(q < 1))
 		return AP_EINVAL;
-	double c0 = ap_negbin_cdf(0, s, p);
+	double c0 = ap_nb_cdf(0, s, p);
 	if (isnan(c0))
 		return AP_ERANGE;
 	if (c0 >= q) {
@@ -182,7 +182,7 @@ int ap_negbin_quantile(double q, double s, double p, double *failures)
 	for (;;) {
 		if (hi > MAX_EXACT_COUNT)
 			return AP_ERANGE;
-		double c = ap_negbin_cdf(hi, s, p);
+		double c = ap_nb_cdf(hi, s, p);
 		if (isnan(c))
 			return AP_ERANGE;
 		if (c >= q)
@@ -192,7 +192,7 @@ int ap_negbin_quantile(double q, double s, double p, double *failures)
 	}
 	while (hi - lo > 1) {
 		double mid = lo + floor((hi - lo) / 2);
-		double c = ap_negbin_cdf(mid, s, p);
+		double c = ap_nb_cdf(mid, s, p);
 		if (isnan(c))
 			return AP_ERANGE;
 		if (c >= q)
@@ -211,7 +211,7 @@ static int nb_bound(double s, double p, double q, double *f)
 		*f = 0;
 		return 0;
 	}
-	return ap_negbin_quantile(q, s, p, f);
+	return ap_nb_quantile(q, s, p, f);
 }
 
 /*
@@ -337,8 +337,8 @@ int ap_bytes_interval(uint64_t samples, double u, double rate,
 static int garwood(double k, double level, double *lo, double *hi)
 {
 	double tail = 0.5 * (1.0 - level);
-	double l = k == 0 ? 0.0 : specfun_gamma_quantile(k, tail, false);
-	double h = specfun_gamma_quantile(k + 1.0, tail, true);
+	double l = k == 0 ? 0.0 : apx_specfun_gamma_quantile(k, tail, false);
+	double h = apx_specfun_gamma_quantile(k + 1.0, tail, true);
 	if (isnan(l) || isnan(h))
 		return AP_ERANGE;
 	*lo = l;
@@ -391,8 +391,8 @@ int ap_objects_interval(uint64_t samples, double ht_objects, double ht_var,
 		return ap_ht_interval(y, v, level, out);
 	double w = fmax(y / (double)samples, v / y);
 	double tail = 0.5 * (1.0 - level);
-	double lo = specfun_gamma_quantile(y * y / v, tail, false) * (v / y);
-	double hi = specfun_gamma_quantile((y + w) * (y + w) / (v + w * w), tail,
+	double lo = apx_specfun_gamma_quantile(y * y / v, tail, false) * (v / y);
+	double hi = apx_specfun_gamma_quantile((y + w) * (y + w) / (v + w * w), tail,
 					   true) *
 		    ((v + w * w) / (y + w));
 	if (isnan(lo) || isnan(hi)) {

@@ -56,7 +56,7 @@ static int write_in_place(const char *path, const void *buf, size_t len)
 	return 0;
 }
 
-int ap_write_file_atomic(const char *path, const void *buf, size_t len,
+int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 			 unsigned mode)
 {
 	static _Atomic unsigned long seq;

@@ -57,7 +57,7 @@ int ap_hist_key_bounds(unsigned sigbits, uint32_t key, uint64_t *lo,
 	return 0;
 }
 
-const ap_allocator *hist_alloc_or_libc(const ap_allocator *a)
+const ap_allocator *apx_hist_alloc_or_libc(const ap_allocator *a)
 {
 	return a ? a : ap_allocator_libc();
 }
@@ -293,7 +293,7 @@ int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 {
 	if (!out || !hist_sigbits_ok(sigbits))
 		return AP_EINVAL;
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	ap_hist *h = a->alloc(a->ctx, sizeof *h);
 	if (!h)
 		return AP_ENOMEM;
@@ -406,7 +406,7 @@ void ap_hist_reset(ap_hist *h)
 		core_reset(&r->core);
 }
 
-int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n)
+int apx_hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n)
 {
 	struct hist_core *c = &h->core;
 	unsigned s = c->hot.sigbits;
@@ -418,7 +418,7 @@ int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n)
 	return 0;
 }
 
-void hist_add_scalars(ap_hist *h, const ap_hist_snap *src)
+void apx_hist_add_scalars(ap_hist *h, const ap_hist_snap *src)
 {
 	struct hist_core *c = &h->core;
 	if (src->count) {
@@ -618,11 +618,11 @@ int ap_hist_snapshot(const ap_hist *h, const ap_allocator *alloc,
 {
 	if (!h || !out)
 		return AP_EINVAL;
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	unsigned s = h->core.hot.sigbits;
 	uint32_t per = UINT32_C(1) << s;
 	ap_hist_snap *snap;
-	int rc = hist_snap_new(a, s, 64, &snap);
+	int rc = apx_hist_snap_new(a, s, 64, &snap);
 	if (rc)
 		return rc;
 	uint64_t *acc = a->alloc(a->ctx, per * sizeof *acc);
@@ -640,7 +640,7 @@ int ap_hist_snapshot(const ap_hist *h, const ap_allocator *alloc,
 			any |= chunk_accumulate(&r->core, ci, acc, &overflow);
 		for (uint32_t k = 0; any && k < per && !rc; k++)
 			if (acc[k])
-				rc = hist_snap_push(snap, (ci << s) | k, acc[k]);
+				rc = apx_hist_snap_push(snap, (ci << s) | k, acc[k]);
 	}
 	a->free(a->ctx, acc, per * sizeof *acc);
 	snap_fold_scalars(snap, &h->core);

@@ -10,10 +10,10 @@
 
 #include "hist_internal.h"
 
-void hist_buf_init(struct hist_buf *b, const ap_allocator *a)
+void apx_hist_buf_init(struct hist_buf *b, const ap_allocator *a)
 {
 	memset(b, 0, sizeof *b);
-	b->a = hist_alloc_or_libc(a);
+	b->a = apx_hist_alloc_or_libc(a);
 }
 
 static bool reserve(struct hist_buf *b, size_t n)
@@ -41,7 +41,7 @@ static bool reserve(struct hist_buf *b, size_t n)
 	return true;
 }
 
-void hist_buf_put(struct hist_buf *b, const void *data, size_t n)
+void apx_hist_buf_put(struct hist_buf *b, const void *data, size_t n)
 {
 	if (n && reserve(b, n)) {
 		memcpy(b->p + b->len, data, n);
@@ -49,12 +49,12 @@ void hist_buf_put(struct hist_buf *b, const void *data, size_t n)
 	}
 }
 
-void hist_buf_puts(struct hist_buf *b, const char *str)
+void apx_hist_buf_puts(struct hist_buf *b, const char *str)
 {
-	hist_buf_put(b, str, strlen(str));
+	apx_hist_buf_put(b, str, strlen(str));
 }
 
-void hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
+void apx_hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
 {
 	char small[128];
 	va_list ap;
@@ -66,7 +66,7 @@ void hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
 		return;
 	}
 	if ((size_t)n < sizeof small) {
-		hist_buf_put(b, small, (size_t)n);
+		apx_hist_buf_put(b, small, (size_t)n);
 		return;
 	}
 	if (!reserve(b, (size_t)n + 1))
@@ -77,7 +77,7 @@ void hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-size_t hist_u128_format(hist_u128 v, char *d)
+size_t apx_hist_u128_format(hist_u128 v, char *d)
 {
 	char tmp[40];
 	size_t n = 0;
@@ -91,15 +91,15 @@ size_t hist_u128_format(hist_u128 v, char *d)
 	return n;
 }
 
-void hist_buf_u128(struct hist_buf *b, hist_u128 v)
+void apx_hist_buf_u128(struct hist_buf *b, hist_u128 v)
 {
 	char d[41];
-	hist_buf_put(b, d, hist_u128_format(v, d));
+	apx_hist_buf_put(b, d, apx_hist_u128_format(v, d));
 }
 
-int hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len)
+int apx_hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len)
 {
-	hist_buf_put(b, "", 1); /* NUL terminator, not counted */
+	apx_hist_buf_put(b, "", 1); /* NUL terminator, not counted */
 	if (b->err) {
 		if (b->p)
 			b->a->free(b->a->ctx, b->p, b->cap);
@@ -124,7 +124,7 @@ int hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len)
 
 void ap_hist_buffer_free(const ap_allocator *alloc, void *p, size_t len)
 {
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	if (p)
 		a->free(a->ctx, p, len + 1);
 }

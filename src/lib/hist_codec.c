@@ -34,7 +34,7 @@ static void put_varint(struct hist_buf *b, hist_u128 v)
 		v >>= 7;
 		tmp[n++] = v ? (unsigned char)(byte | 0x80) : byte;
 	} while (v);
-	hist_buf_put(b, tmp, n);
+	apx_hist_buf_put(b, tmp, n);
 }
 
 int ap_hist_encode(const ap_hist_snap *s, const ap_allocator *alloc,
@@ -43,11 +43,11 @@ int ap_hist_encode(const ap_hist_snap *s, const ap_allocator *alloc,
 	if (!s || !out || !len)
 		return AP_EINVAL;
 	struct hist_buf b;
-	hist_buf_init(&b, alloc);
+	apx_hist_buf_init(&b, alloc);
 	unsigned char head[7] = {'A', 'P', 'H', 'G', VERSION,
 				 (unsigned char)s->sigbits,
 				 s->sq_sat ? FLAG_SQ_SAT : 0};
-	hist_buf_put(&b, head, sizeof head);
+	apx_hist_buf_put(&b, head, sizeof head);
 	put_varint(&b, s->dropped);
 	put_varint(&b, s->n);
 	if (s->n) {
@@ -61,7 +61,7 @@ int ap_hist_encode(const ap_hist_snap *s, const ap_allocator *alloc,
 		put_varint(&b, i ? s->keys[i] - s->keys[i - 1] - 1 : s->keys[0]);
 		put_varint(&b, s->counts[i]);
 	}
-	return hist_buf_finish(&b, out, len);
+	return apx_hist_buf_finish(&b, out, len);
 }
 
 struct reader {
@@ -97,7 +97,7 @@ static int get_u64(struct reader *r, uint64_t *out)
 	return rc;
 }
 
-int hist_snap_validate(const ap_hist_snap *s)
+int apx_hist_snap_validate(const ap_hist_snap *s)
 {
 	if (!s->n)
 		return s->min == 0 && s->max == 0 && s->sum == 0 &&
@@ -173,13 +173,13 @@ static int decode_body(struct reader *r, ap_hist_snap *s, unsigned flags)
 		key = i ? key + delta + 1 : delta;
 		if (key >= hist_nkeys(s->sigbits) || !count)
 			return AP_ECORRUPT;
-		rc = hist_snap_push(s, (uint32_t)key, count);
+		rc = apx_hist_snap_push(s, (uint32_t)key, count);
 		if (rc)
 			return rc == AP_ERANGE ? AP_ECORRUPT : rc;
 	}
 	if (r->p != r->end)
 		return AP_ECORRUPT; /* trailing bytes */
-	return hist_snap_validate(s);
+	return apx_hist_snap_validate(s);
 }
 
 int ap_hist_decode(const void *buf, size_t len, const ap_allocator *alloc,
@@ -195,7 +195,7 @@ int ap_hist_decode(const void *buf, size_t len, const ap_allocator *alloc,
 	if (!hist_sigbits_ok(p[5]) || (p[6] & ~FLAG_SQ_SAT))
 		return AP_ECORRUPT;
 	ap_hist_snap *s;
-	int rc = hist_snap_new(alloc, p[5], 0, &s);
+	int rc = apx_hist_snap_new(alloc, p[5], 0, &s);
 	if (rc)
 		return rc;
 	struct reader r = {p + 7, p + len};

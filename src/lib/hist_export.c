@@ -26,7 +26,7 @@ static uint64_t count_le(const ap_hist_snap *s, uint64_t b)
 	if (b >= s->max)
 		return s->count;
 	uint32_t key = hist_key(s->sigbits, b);
-	size_t i = hist_snap_lower_bound(s, key);
+	size_t i = apx_hist_snap_lower_bound(s, key);
 	uint64_t n = i ? s->cum[i - 1] : 0;
 	if (i < s->n && s->keys[i] == key) {
 		uint64_t lo, hi;
@@ -68,14 +68,14 @@ int ap_hist_export_prometheus(const ap_hist_snap *s, const char *name,
 		if (bounds[i] <= bounds[i - 1])
 			return AP_EINVAL;
 	struct hist_buf b;
-	hist_buf_init(&b, alloc);
+	apx_hist_buf_init(&b, alloc);
 	/* HELP text escapes backslash and newline (exposition format 0.0.4). */
-	hist_buf_printf(&b, "# HELP %s ", name);
+	apx_hist_buf_printf(&b, "# HELP %s ", name);
 	for (const char *p = help ? help : "Histogram of recorded values."; *p;
 	     p++)
-		hist_buf_puts(&b, *p == '\\' ? "\\\\" : *p == '\n' ? "\\n"
+		apx_hist_buf_puts(&b, *p == '\\' ? "\\\\" : *p == '\n' ? "\\n"
 								   : (char[]){*p, 0});
-	hist_buf_printf(&b, "\n# TYPE %s histogram\n", name);
+	apx_hist_buf_printf(&b, "\n# TYPE %s histogram\n", name);
 	size_t rows = bounds ? n : s->n;
 	for (size_t i = 0; i < rows; i++) {
 		uint64_t le, cum;
@@ -87,15 +87,15 @@ int ap_hist_export_prometheus(const ap_hist_snap *s, const char *name,
 			hist_bounds(s->sigbits, s->keys[i], &lo, &le);
 			cum = s->cum[i];
 		}
-		hist_buf_printf(&b, "%s_bucket{le=\"%llu\"} %llu\n", name,
+		apx_hist_buf_printf(&b, "%s_bucket{le=\"%llu\"} %llu\n", name,
 				(unsigned long long)le, (unsigned long long)cum);
 	}
-	hist_buf_printf(&b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum ", name,
+	apx_hist_buf_printf(&b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum ", name,
 			(unsigned long long)s->count, name);
-	hist_buf_u128(&b, s->sum);
-	hist_buf_printf(&b, "\n%s_count %llu\n", name,
+	apx_hist_buf_u128(&b, s->sum);
+	apx_hist_buf_printf(&b, "\n%s_count %llu\n", name,
 			(unsigned long long)s->count);
-	return hist_buf_finish(&b, (unsigned char **)out, len);
+	return apx_hist_buf_finish(&b, (unsigned char **)out, len);
 }
 
 /* ---- Exponential buckets ------------------------------------------------ */
@@ -133,7 +133,7 @@ int ap_hist_export_exp(const ap_hist_snap *s, int scale,
 {
 	if (!s || !out || scale < -4 || scale > 8)
 		return AP_EINVAL;
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	memset(out, 0, sizeof *out);
 	out->scale = scale;
 	size_t first = s->n && s->keys[0] == 0 ? 1 : 0;
@@ -192,7 +192,7 @@ int ap_hist_export_exp(const ap_hist_snap *s, int scale,
 
 void ap_hist_exp_free(const ap_allocator *alloc, ap_hist_exp *e)
 {
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	if (e && e->counts)
 		a->free(a->ctx, e->counts, e->cap_ * sizeof *e->counts);
 	if (e)
@@ -203,24 +203,24 @@ void ap_hist_exp_free(const ap_allocator *alloc, ap_hist_exp *e)
 static void write_otel(struct hist_buf *b, const ap_hist_snap *s,
 		       const ap_hist_exp *e)
 {
-	hist_buf_printf(b, "{\"count\":\"%llu\",\"sum\":",
+	apx_hist_buf_printf(b, "{\"count\":\"%llu\",\"sum\":",
 			(unsigned long long)s->count);
-	hist_buf_u128(b, s->sum);
-	hist_buf_printf(b,
+	apx_hist_buf_u128(b, s->sum);
+	apx_hist_buf_printf(b,
 			",\"scale\":%d,\"zeroCount\":\"%llu\","
 			"\"zeroThreshold\":0,\"positive\":{\"offset\":%d,"
 			"\"bucketCounts\":[",
 			e->scale, (unsigned long long)e->zero_count,
 			(int)e->offset);
 	for (size_t i = 0; i < e->ncounts; i++)
-		hist_buf_printf(b, "%s\"%llu\"", i ? "," : "",
+		apx_hist_buf_printf(b, "%s\"%llu\"", i ? "," : "",
 				(unsigned long long)e->counts[i]);
-	hist_buf_puts(b, "]},\"negative\":{\"offset\":0,\"bucketCounts\":[]}");
+	apx_hist_buf_puts(b, "]},\"negative\":{\"offset\":0,\"bucketCounts\":[]}");
 	if (s->count)
-		hist_buf_printf(b, ",\"min\":%llu,\"max\":%llu",
+		apx_hist_buf_printf(b, ",\"min\":%llu,\"max\":%llu",
 				(unsigned long long)s->min,
 				(unsigned long long)s->max);
-	hist_buf_puts(b, "}\n");
+	apx_hist_buf_puts(b, "}\n");
 }
 
 /*
@@ -232,12 +232,12 @@ static void write_otel(struct hist_buf *b, const ap_hist_snap *s,
 static void write_native(struct hist_buf *b, const ap_hist_snap *s,
 			 const ap_hist_exp *e)
 {
-	hist_buf_printf(b, "{\"schema\":%d,\"zero_threshold\":0,"
+	apx_hist_buf_printf(b, "{\"schema\":%d,\"zero_threshold\":0,"
 			    "\"zero_count\":%llu,\"count\":%llu,\"sum\":",
 			e->scale, (unsigned long long)e->zero_count,
 			(unsigned long long)s->count);
-	hist_buf_u128(b, s->sum);
-	hist_buf_puts(b, ",\"positive_spans\":[");
+	apx_hist_buf_u128(b, s->sum);
+	apx_hist_buf_puts(b, ",\"positive_spans\":[");
 	/* Prometheus index = OpenTelemetry index + 1. */
 	int64_t next = 0; /* index just past the previous span */
 	bool first = true;
@@ -246,7 +246,7 @@ static void write_native(struct hist_buf *b, const ap_hist_snap *s,
 		while (j < e->ncounts && e->counts[j])
 			j++;
 		int64_t start = (int64_t)e->offset + 1 + (int64_t)i;
-		hist_buf_printf(b, "%s{\"offset\":%lld,\"length\":%zu}",
+		apx_hist_buf_printf(b, "%s{\"offset\":%lld,\"length\":%zu}",
 				first ? "" : ",",
 				(long long)(first ? start : start - next), j - i);
 		next = start + (int64_t)(j - i);
@@ -254,18 +254,18 @@ static void write_native(struct hist_buf *b, const ap_hist_snap *s,
 		for (i = j; i < e->ncounts && !e->counts[i]; i++) {
 		}
 	}
-	hist_buf_puts(b, "],\"positive_deltas\":[");
+	apx_hist_buf_puts(b, "],\"positive_deltas\":[");
 	uint64_t prev = 0;
 	first = true;
 	for (size_t i = 0; i < e->ncounts; i++) {
 		if (!e->counts[i])
 			continue;
-		hist_buf_printf(b, "%s%lld", first ? "" : ",",
+		apx_hist_buf_printf(b, "%s%lld", first ? "" : ",",
 				(long long)(e->counts[i] - prev));
 		prev = e->counts[i];
 		first = false;
 	}
-	hist_buf_puts(b, "]}\n");
+	apx_hist_buf_puts(b, "]}\n");
 }
 
 /* Exponential buckets at scale, written out by one of the writers above. */
@@ -281,10 +281,10 @@ static int export_exp_text(const ap_hist_snap *s, int scale,
 	if (rc)
 		return rc;
 	struct hist_buf b;
-	hist_buf_init(&b, alloc);
+	apx_hist_buf_init(&b, alloc);
 	write(&b, s, &e);
 	ap_hist_exp_free(alloc, &e);
-	return hist_buf_finish(&b, (unsigned char **)out, len);
+	return apx_hist_buf_finish(&b, (unsigned char **)out, len);
 }
 
 int ap_hist_export_otel_json(const ap_hist_snap *s, int scale,

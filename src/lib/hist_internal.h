@@ -148,26 +148,26 @@ struct ap_hist_snap {
 	bool sq_sat;
 };
 
-const ap_allocator *hist_alloc_or_libc(const ap_allocator *a);
+const ap_allocator *apx_hist_alloc_or_libc(const ap_allocator *a);
 
 /* For merging (hist_merge.c), thread-safe like ap_hist_add: add n to key's
  * counter (AP_ENOMEM), and fold exact scalars into h. */
-int hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n);
-void hist_add_scalars(ap_hist *h, const ap_hist_snap *src);
+int apx_hist_add_to_key(ap_hist *h, uint32_t key, uint64_t n);
+void apx_hist_add_scalars(ap_hist *h, const ap_hist_snap *src);
 
 /* A new empty snapshot (min = UINT64_MAX, max = 0), room for cap buckets. */
-int hist_snap_new(const ap_allocator *a, unsigned sigbits, size_t cap,
+int apx_hist_snap_new(const ap_allocator *a, unsigned sigbits, size_t cap,
 		  ap_hist_snap **out);
 /* Append a bucket (keys strictly increasing, count > 0). AP_ERANGE if the
  * total count would pass 2^64 - 1; AP_ENOMEM. */
-int hist_snap_push(ap_hist_snap *s, uint32_t key, uint64_t count);
+int apx_hist_snap_push(ap_hist_snap *s, uint32_t key, uint64_t count);
 
 /* Index of the first bucket whose key is >= key (n if none). */
-size_t hist_snap_lower_bound(const ap_hist_snap *s, uint32_t key);
+size_t apx_hist_snap_lower_bound(const ap_hist_snap *s, uint32_t key);
 
 /* Check what a decoder built: buckets meet [min, max], sum and sum of
  * squares are possible for that count and range. 0 or AP_ECORRUPT. */
-int hist_snap_validate(const ap_hist_snap *s);
+int apx_hist_snap_validate(const ap_hist_snap *s);
 
 /* Growable byte buffer for the encoders; the first failure sticks in err. */
 struct hist_buf {
@@ -176,17 +176,17 @@ struct hist_buf {
 	size_t len, cap;
 	int err;
 };
-void hist_buf_init(struct hist_buf *b, const ap_allocator *a);
-void hist_buf_put(struct hist_buf *b, const void *data, size_t n);
-void hist_buf_puts(struct hist_buf *b, const char *str);
-void hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
+void apx_hist_buf_init(struct hist_buf *b, const ap_allocator *a);
+void apx_hist_buf_put(struct hist_buf *b, const void *data, size_t n);
+void apx_hist_buf_puts(struct hist_buf *b, const char *str);
+void apx_hist_buf_printf(struct hist_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void hist_buf_u128(struct hist_buf *b, hist_u128 v); /* decimal */
+void apx_hist_buf_u128(struct hist_buf *b, hist_u128 v); /* decimal */
 /* NUL-terminate and hand the buffer over (or free it and return err). */
-int hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len);
+int apx_hist_buf_finish(struct hist_buf *b, unsigned char **out, size_t *len);
 
 /* Decimal digits of v into d (>= 40 bytes); returns the length. */
-size_t hist_u128_format(hist_u128 v, char *d);
+size_t apx_hist_u128_format(hist_u128 v, char *d);
 
 /* Proportional share: floor(count * part / whole) for part <= whole, whole > 0. */
 static inline uint64_t hist_share(uint64_t count, uint64_t part, uint64_t whole)

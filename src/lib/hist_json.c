@@ -29,35 +29,35 @@ int ap_hist_encode_json(const ap_hist_snap *s, const ap_allocator *alloc,
 	if (!s || !out || !len)
 		return AP_EINVAL;
 	struct hist_buf b;
-	hist_buf_init(&b, alloc);
-	hist_buf_printf(&b,
+	apx_hist_buf_init(&b, alloc);
+	apx_hist_buf_printf(&b,
 			"{\"format\":\"" FORMAT_NAME "\",\"version\":%d,"
 			"\"sigbits\":%u,\"count\":%llu,",
 			VERSION, s->sigbits, (unsigned long long)s->count);
 	if (s->n)
-		hist_buf_printf(&b, "\"min\":%llu,\"max\":%llu,",
+		apx_hist_buf_printf(&b, "\"min\":%llu,\"max\":%llu,",
 				(unsigned long long)s->min,
 				(unsigned long long)s->max);
 	else
-		hist_buf_puts(&b, "\"min\":null,\"max\":null,");
-	hist_buf_puts(&b, "\"sum\":");
-	hist_buf_u128(&b, s->sum);
-	hist_buf_puts(&b, ",\"sumsq\":");
+		apx_hist_buf_puts(&b, "\"min\":null,\"max\":null,");
+	apx_hist_buf_puts(&b, "\"sum\":");
+	apx_hist_buf_u128(&b, s->sum);
+	apx_hist_buf_puts(&b, ",\"sumsq\":");
 	if (s->sq_sat)
-		hist_buf_puts(&b, "null");
+		apx_hist_buf_puts(&b, "null");
 	else
-		hist_buf_u128(&b, s->sumsq);
-	hist_buf_printf(&b, ",\"dropped\":%llu,\"buckets\":[",
+		apx_hist_buf_u128(&b, s->sumsq);
+	apx_hist_buf_printf(&b, ",\"dropped\":%llu,\"buckets\":[",
 			(unsigned long long)s->dropped);
 	for (size_t i = 0; i < s->n; i++) {
 		uint64_t lo, hi;
 		hist_bounds(s->sigbits, s->keys[i], &lo, &hi);
-		hist_buf_printf(&b, "%s[%llu,%llu,%llu]", i ? "," : "",
+		apx_hist_buf_printf(&b, "%s[%llu,%llu,%llu]", i ? "," : "",
 				(unsigned long long)lo, (unsigned long long)hi,
 				(unsigned long long)s->counts[i]);
 	}
-	hist_buf_puts(&b, "]}\n");
-	return hist_buf_finish(&b, (unsigned char **)out, len);
+	apx_hist_buf_puts(&b, "]}\n");
+	return apx_hist_buf_finish(&b, (unsigned char **)out, len);
 }
 
 /* ---- A strict, small JSON reader ---------------------------------------- */
@@ -276,7 +276,7 @@ static int buckets(struct jr *j, struct hist_buf *out)
 		    (rc = u64(j, &t[1])) || !eat(j, ',') ||
 		    (rc = u64(j, &t[2])) || !eat(j, ']'))
 			return AP_ECORRUPT;
-		hist_buf_put(out, t, sizeof t);
+		apx_hist_buf_put(out, t, sizeof t);
 		if (out->err)
 			return out->err;
 	} while (eat(j, ','));
@@ -351,7 +351,7 @@ static int build(const struct fields *f, ap_hist_snap *s)
 		if (lo != b[0] || hi != b[1] || !b[2] || (int64_t)key <= prev)
 			return AP_ECORRUPT;
 		prev = key;
-		int rc = hist_snap_push(s, key, b[2]);
+		int rc = apx_hist_snap_push(s, key, b[2]);
 		if (rc)
 			return rc == AP_ERANGE ? AP_ECORRUPT : rc;
 	}
@@ -363,7 +363,7 @@ static int build(const struct fields *f, ap_hist_snap *s)
 	s->sq_sat = f->sq_null;
 	s->sumsq = f->sq_null ? 0 : f->sumsq;
 	s->dropped = f->dropped;
-	return hist_snap_validate(s);
+	return apx_hist_snap_validate(s);
 }
 
 int ap_hist_decode_json(const void *buf, size_t len, const ap_allocator *alloc,
@@ -374,7 +374,7 @@ int ap_hist_decode_json(const void *buf, size_t len, const ap_allocator *alloc,
 	struct jr j = {buf, (const unsigned char *)buf + len};
 	struct fields f;
 	memset(&f, 0, sizeof f);
-	hist_buf_init(&f.triples, alloc);
+	apx_hist_buf_init(&f.triples, alloc);
 	int rc = parse_object(&j, &f);
 	if (!rc && (f.seen & F_VERSION) && f.version != VERSION)
 		rc = f.version > VERSION ? AP_EVERSION : AP_ECORRUPT;
@@ -383,7 +383,7 @@ int ap_hist_decode_json(const void *buf, size_t len, const ap_allocator *alloc,
 		rc = AP_ECORRUPT;
 	ap_hist_snap *s = NULL;
 	if (!rc)
-		rc = hist_snap_new(alloc, (unsigned)f.sigbits, 0, &s);
+		rc = apx_hist_snap_new(alloc, (unsigned)f.sigbits, 0, &s);
 	if (!rc)
 		rc = build(&f, s);
 	if (f.triples.p)

@@ -33,7 +33,7 @@ static int split_range(ap_hist *dst, uint64_t a, uint64_t b, uint64_t c)
 		covered += hi - lo + 1;
 		uint64_t upto = hist_share(c, covered, width);
 		if (upto > given) {
-			int rc = hist_add_to_key(dst, k, upto - given);
+			int rc = apx_hist_add_to_key(dst, k, upto - given);
 			if (rc)
 				return rc;
 			given = upto;
@@ -52,7 +52,7 @@ int ap_hist_merge(ap_hist *dst, const ap_hist_snap *src)
 		hist_bounds(ss, src->keys[i], &lo, &hi);
 		int rc;
 		if (ss >= ds || lo == hi) {
-			rc = hist_add_to_key(dst, hist_key(ds, lo), src->counts[i]);
+			rc = apx_hist_add_to_key(dst, hist_key(ds, lo), src->counts[i]);
 		} else {
 			if (lo < src->min)
 				lo = src->min;
@@ -65,7 +65,7 @@ int ap_hist_merge(ap_hist *dst, const ap_hist_snap *src)
 		if (rc)
 			return rc;
 	}
-	hist_add_scalars(dst, src);
+	apx_hist_add_scalars(dst, src);
 	return 0;
 }
 

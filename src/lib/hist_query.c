@@ -49,10 +49,10 @@ static int snap_grow(ap_hist_snap *s, size_t cap)
 	return 0;
 }
 
-int hist_snap_new(const ap_allocator *alloc, unsigned sigbits, size_t cap,
+int apx_hist_snap_new(const ap_allocator *alloc, unsigned sigbits, size_t cap,
 		  ap_hist_snap **out)
 {
-	const ap_allocator *a = hist_alloc_or_libc(alloc);
+	const ap_allocator *a = apx_hist_alloc_or_libc(alloc);
 	ap_hist_snap *s = a->alloc(a->ctx, sizeof *s);
 	if (!s)
 		return AP_ENOMEM;
@@ -68,7 +68,7 @@ int hist_snap_new(const ap_allocator *alloc, unsigned sigbits, size_t cap,
 	return 0;
 }
 
-int hist_snap_push(ap_hist_snap *s, uint32_t key, uint64_t count)
+int apx_hist_snap_push(ap_hist_snap *s, uint32_t key, uint64_t count)
 {
 	uint64_t total;
 	if (__builtin_add_overflow(s->count, count, &total))
@@ -96,7 +96,7 @@ void ap_hist_snap_destroy(ap_hist_snap *s)
 	a.free(a.ctx, s, sizeof *s);
 }
 
-size_t hist_snap_lower_bound(const ap_hist_snap *s, uint32_t key)
+size_t apx_hist_snap_lower_bound(const ap_hist_snap *s, uint32_t key)
 {
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) {
@@ -328,7 +328,7 @@ double ap_hist_snap_count_below(const ap_hist_snap *s, uint64_t v,
 		lo_n = hi_n = s->count;
 		est = (double)s->count;
 	} else if (s->count && v > s->min) {
-		size_t i = hist_snap_lower_bound(s, hist_key(s->sigbits, v));
+		size_t i = apx_hist_snap_lower_bound(s, hist_key(s->sigbits, v));
 		lo_n = hi_n = i ? s->cum[i - 1] : 0;
 		est = (double)lo_n;
 		if (i < s->n && s->keys[i] == hist_key(s->sigbits, v)) {

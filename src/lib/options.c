@@ -65,7 +65,7 @@ static size_t scan_digits(const char *s, size_t n, uint64_t *out, bool *overflow
 	return i;
 }
 
-int ap_parse_u64(const char *s, size_t n, uint64_t *out)
+int ap_options_parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	if (!s || !out || n == 0)
 		return AP_EINVAL;
@@ -79,7 +79,7 @@ int ap_parse_u64(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-int ap_parse_size(const char *s, size_t n, uint64_t *out)
+int ap_options_parse_size(const char *s, size_t n, uint64_t *out)
 {
 	if (!s || !out || n == 0)
 		return AP_EINVAL;
@@ -114,7 +114,7 @@ int ap_parse_size(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-int ap_parse_bool(const char *s, size_t n, bool *out)
+int ap_options_parse_bool(const char *s, size_t n, bool *out)
 {
 	if (!s || !out || n == 0)
 		return AP_EINVAL;
@@ -142,7 +142,7 @@ static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 	return true;
 }
 
-int ap_parse_duration_ns(const char *s, size_t n, uint64_t *out)
+int ap_options_parse_duration_ns(const char *s, size_t n, uint64_t *out)
 {
 	if (!s || !out || n == 0)
 		return AP_EINVAL;
@@ -196,7 +196,7 @@ int ap_parse_duration_ns(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-int ap_parse_enum(const char *s, size_t n, const char *const *names, int *out)
+int ap_options_parse_enum(const char *s, size_t n, const char *const *names, int *out)
 {
 	if (!s || !names || !out || n == 0)
 		return AP_EINVAL;
@@ -266,9 +266,9 @@ static int apply(const ap_option_spec *sp, const char *v, size_t vn, void *targe
 	case AP_OPT_SIZE:
 	case AP_OPT_U64:
 	case AP_OPT_DURATION:
-		rc = sp->type == AP_OPT_SIZE ? ap_parse_size(v, vn, &u)
-		     : sp->type == AP_OPT_U64 ? ap_parse_u64(v, vn, &u)
-					       : ap_parse_duration_ns(v, vn, &u);
+		rc = sp->type == AP_OPT_SIZE ? ap_options_parse_size(v, vn, &u)
+		     : sp->type == AP_OPT_U64 ? ap_options_parse_u64(v, vn, &u)
+					       : ap_options_parse_duration_ns(v, vn, &u);
 		if (rc == 0 && !in_bounds(sp, u)) {
 			snprintf(err, errlen, "must be between %llu and %llu",
 				 (unsigned long long)sp->min,
@@ -284,14 +284,14 @@ static int apply(const ap_option_spec *sp, const char *v, size_t vn, void *targe
 		return rc;
 	case AP_OPT_BOOL: {
 		bool b;
-		rc = ap_parse_bool(v, vn, &b);
+		rc = ap_options_parse_bool(v, vn, &b);
 		if (rc == 0)
 			memcpy(dst, &b, sizeof b);
 		return rc;
 	}
 	case AP_OPT_ENUM: {
 		int e;
-		rc = ap_parse_enum(v, vn, sp->enum_names, &e);
+		rc = ap_options_parse_enum(v, vn, sp->enum_names, &e);
 		if (rc == 0)
 			memcpy(dst, &e, sizeof e);
 		return rc;

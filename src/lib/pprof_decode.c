@@ -84,10 +84,10 @@ static int map_str(struct dec *d, pb_reader *r, uint64_t wire, const char *what,
 		return 0;
 	}
 	if (wire >= d->nstr)
-		return pb_fail(r, "%s: string index %lld out of range (%zu "
+		return apx_pb_fail(r, "%s: string index %lld out of range (%zu "
 			       "strings) before offset %zu", what,
 			       (long long)(int64_t)wire, d->nstr,
-			       pb_offset(r));
+			       apx_pb_offset(r));
 	*out = d->strmap[wire];
 	return 0;
 }
@@ -95,8 +95,8 @@ static int map_str(struct dec *d, pb_reader *r, uint64_t wire, const char *what,
 static int get_u64(pb_reader *r, enum pb_wire wt, const char *what,
 		   uint64_t *v)
 {
-	int rc = pb_expect(r, wt, PB_VARINT, what);
-	return rc ? rc : pb_get_varint(r, v);
+	int rc = apx_pb_expect(r, wt, PB_VARINT, what);
+	return rc ? rc : apx_pb_get_varint(r, v);
 }
 
 static int get_i64(pb_reader *r, enum pb_wire wt, const char *what,
@@ -131,14 +131,14 @@ static int get_bool(pb_reader *r, enum pb_wire wt, const char *what, bool *b)
 static int add_string(struct dec *d, pb_reader *r, enum pb_wire wt)
 {
 	pb_reader s = { 0 };
-	int rc = pb_open(r, wt, "string_table entry", &s);
+	int rc = apx_pb_open(r, wt, "string_table entry", &s);
 	if (rc)
 		return rc;
 	if (d->nstr == 0 && s.len != 0)
-		return pb_fail(r, "string_table[0] must be empty, has %zu "
+		return apx_pb_fail(r, "string_table[0] must be empty, has %zu "
 			       "bytes at offset %zu", s.len, s.base);
 	if (memchr(s.p, '\0', s.len))
-		return pb_fail(r, "string_table[%zu] at offset %zu contains a "
+		return apx_pb_fail(r, "string_table[%zu] at offset %zu contains a "
 			       "NUL byte", d->nstr, s.base);
 	int64_t idx = ap_profile_intern_n(d->p, (const char *)s.p, s.len);
 	if (idx < 0)
@@ -176,7 +176,7 @@ static int value_type_field(void *ctx, pb_reader *m, uint32_t f,
 		return get_str(c->d, m, wt, "value type", &vt->type);
 	if (f == 2)
 		return get_str(c->d, m, wt, "value type unit", &vt->unit);
-	return pb_skip(m, f, wt);
+	return apx_pb_skip(m, f, wt);
 }
 
 static int get_value_type(struct dec *d, pb_reader *r, enum pb_wire wt,
@@ -184,8 +184,8 @@ static int get_value_type(struct dec *d, pb_reader *r, enum pb_wire wt,
 {
 	pb_reader m = { 0 };
 	struct msg c = { d, vt };
-	int rc = pb_open(r, wt, what, &m);
-	return rc ? rc : pb_fields(&m, value_type_field, &c);
+	int rc = apx_pb_open(r, wt, what, &m);
+	return rc ? rc : apx_pb_fields(&m, value_type_field, &c);
 }
 
 static int add_sample_type(struct dec *d, pb_reader *r, enum pb_wire wt)
@@ -214,7 +214,7 @@ static int mapping_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	case 8: return get_bool(m, wt, "mapping has_filenames", &mp->has_filenames);
 	case 9: return get_bool(m, wt, "mapping has_line_numbers", &mp->has_line_numbers);
 	case 10: return get_bool(m, wt, "mapping has_inline_frames", &mp->has_inline_frames);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -228,7 +228,7 @@ static int function_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	case 3: return get_str(c->d, m, wt, "function system_name", &fn->system_name);
 	case 4: return get_str(c->d, m, wt, "function filename", &fn->filename);
 	case 5: return get_i64(m, wt, "function start_line", &fn->start_line);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -242,13 +242,13 @@ static int get_object(struct dec *d, pb_reader *r, enum pb_wire wt,
 {
 	pb_reader m = { 0 };
 	struct msg c = { d, obj };
-	int rc = pb_open(r, wt, what, &m);
+	int rc = apx_pb_open(r, wt, what, &m);
 	if (!rc)
-		rc = pb_fields(&m, fn, &c);
+		rc = apx_pb_fields(&m, fn, &c);
 	uint64_t id;
 	memcpy(&id, obj, sizeof id);
 	if (!rc && !id)
-		rc = pb_fail(r, "%s at offset %zu has id 0", what, m.base);
+		rc = apx_pb_fail(r, "%s at offset %zu has id 0", what, m.base);
 	return rc;
 }
 
@@ -291,12 +291,12 @@ static int pass_defs(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 	case 10: return get_i64(r, wt, "duration_nanos", &p->duration_nanos);
 	case 11: return get_value_type(d, r, wt, "period_type", &p->period_type);
 	case 12: return get_i64(r, wt, "period", &p->period);
-	case 13: return pb_get_repeated(r, wt, "comment", push_comment, d);
+	case 13: return apx_pb_get_repeated(r, wt, "comment", push_comment, d);
 	case 14:
 		return get_str(d, r, wt, "default_sample_type",
 			       &p->default_sample_type);
 	case 15: return get_str(d, r, wt, "doc_url", &p->doc_url);
-	default: return pb_skip(r, f, wt);
+	default: return apx_pb_skip(r, f, wt);
 	}
 }
 
@@ -309,7 +309,7 @@ static int line_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	case 1: return get_u64(m, wt, "line function_id", &ln->function_id);
 	case 2: return get_i64(m, wt, "line line", &ln->line);
 	case 3: return get_i64(m, wt, "line column", &ln->column);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -326,12 +326,12 @@ static int location_field(void *ctx, pb_reader *m, uint32_t f,
 	case 2: return get_u64(m, wt, "location mapping_id", &loc->mapping_id);
 	case 3: return get_u64(m, wt, "location address", &loc->address);
 	case 4:
-		rc = pb_open(m, wt, "location line", &lm);
+		rc = apx_pb_open(m, wt, "location line", &lm);
 		if (!rc)
-			rc = pb_fields(&lm, line_field, &ln);
+			rc = apx_pb_fields(&lm, line_field, &ln);
 		return rc ? rc : push(c->d, &c->d->lines, &ln, sizeof ln);
 	case 5: return get_bool(m, wt, "location is_folded", &loc->is_folded);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -340,7 +340,7 @@ static int pass_locations(void *ctx, pb_reader *r, uint32_t f,
 {
 	struct dec *d = ctx;
 	if (f != 4)
-		return pb_skip(r, f, wt);
+		return apx_pb_skip(r, f, wt);
 	ap_location loc;
 	memset(&loc, 0, sizeof loc);
 	d->lines.n = 0;
@@ -377,7 +377,7 @@ static int label_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	case 2: return get_str(c->d, m, wt, "label str", &l->str);
 	case 3: return get_i64(m, wt, "label num", &l->num);
 	case 4: return get_str(c->d, m, wt, "label num_unit", &l->num_unit);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -390,14 +390,14 @@ static int sample_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
 	int rc;
 	switch (f) {
 	case 1:
-		return pb_get_repeated(m, wt, "sample location_id", push_loc, d);
-	case 2: return pb_get_repeated(m, wt, "sample value", push_val, d);
+		return apx_pb_get_repeated(m, wt, "sample location_id", push_loc, d);
+	case 2: return apx_pb_get_repeated(m, wt, "sample value", push_val, d);
 	case 3:
-		rc = pb_open(m, wt, "sample label", &lm);
+		rc = apx_pb_open(m, wt, "sample label", &lm);
 		if (!rc)
-			rc = pb_fields(&lm, label_field, &c);
+			rc = apx_pb_fields(&lm, label_field, &c);
 		return rc ? rc : push(d, &d->labels, &l, sizeof l);
-	default: return pb_skip(m, f, wt);
+	default: return apx_pb_skip(m, f, wt);
 	}
 }
 
@@ -405,16 +405,16 @@ static int pass_samples(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 {
 	struct dec *d = ctx;
 	if (f != 2)
-		return pb_skip(r, f, wt);
+		return apx_pb_skip(r, f, wt);
 	pb_reader m = { 0 };
 	d->locs.n = d->vals.n = d->labels.n = 0;
-	int rc = pb_open(r, wt, "sample", &m);
+	int rc = apx_pb_open(r, wt, "sample", &m);
 	if (!rc)
-		rc = pb_fields(&m, sample_field, d);
+		rc = apx_pb_fields(&m, sample_field, d);
 	if (rc)
 		return rc;
 	if (d->vals.n != d->p->nsample_types)
-		return pb_fail(r, "sample %zu at offset %zu has %zu values, "
+		return apx_pb_fail(r, "sample %zu at offset %zu has %zu values, "
 			       "expected %zu (one per sample type)", d->nsample,
 			       m.base, d->vals.n, d->p->nsample_types);
 	rc = ap_profile_add_sample(d->p, d->locs.data, d->locs.n,
@@ -427,7 +427,7 @@ static int pass_samples(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 
 static int pass_strings(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 {
-	return f == 6 ? add_string(ctx, r, wt) : pb_skip(r, f, wt);
+	return f == 6 ? add_string(ctx, r, wt) : apx_pb_skip(r, f, wt);
 }
 
 static int decode_message(struct dec *d, const unsigned char *buf, size_t len)
@@ -436,7 +436,7 @@ static int decode_message(struct dec *d, const unsigned char *buf, size_t len)
 					      pass_locations, pass_samples };
 	for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
 		pb_reader r = { buf, len, 0, 0, d->err, d->errlen };
-		int rc = pb_fields(&r, passes[i], d);
+		int rc = apx_pb_fields(&r, passes[i], d);
 		if (rc)
 			return rc;
 	}

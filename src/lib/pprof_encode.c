@@ -24,15 +24,15 @@ enum {
 
 static void put_i64(pb_writer *w, uint32_t field, int64_t v)
 {
-	pb_put_uint_field(w, field, (uint64_t)v);
+	apx_pb_put_uint_field(w, field, (uint64_t)v);
 }
 
 static void put_value_type(pb_writer *w, uint32_t field, const ap_value_type *t)
 {
-	size_t m = pb_begin_msg(w, field);
+	size_t m = apx_pb_begin_msg(w, field);
 	put_i64(w, 1, t->type);
 	put_i64(w, 2, t->unit);
-	pb_end_msg(w, m);
+	apx_pb_end_msg(w, m);
 }
 
 /* Packed int64s: the same varints as uint64 (two's complement). */
@@ -41,71 +41,71 @@ static void put_packed_i64(pb_writer *w, uint32_t field, const int64_t *v,
 {
 	if (!n)
 		return;
-	size_t m = pb_begin_msg(w, field);
+	size_t m = apx_pb_begin_msg(w, field);
 	for (size_t i = 0; i < n; i++)
-		pb_put_varint(w, (uint64_t)v[i]);
-	pb_end_msg(w, m);
+		apx_pb_put_varint(w, (uint64_t)v[i]);
+	apx_pb_end_msg(w, m);
 }
 
 static void put_sample(pb_writer *w, const ap_profile *p, const ap_sample *s)
 {
-	size_t m = pb_begin_msg(w, F_SAMPLE);
-	pb_put_packed(w, 1, s->location_ids, s->nlocations);
+	size_t m = apx_pb_begin_msg(w, F_SAMPLE);
+	apx_pb_put_packed(w, 1, s->location_ids, s->nlocations);
 	put_packed_i64(w, 2, s->values, p->nsample_types);
 	for (size_t i = 0; i < s->nlabels; i++) {
 		const ap_label *l = &s->labels[i];
-		size_t lm = pb_begin_msg(w, 3);
+		size_t lm = apx_pb_begin_msg(w, 3);
 		put_i64(w, 1, l->key);
 		put_i64(w, 2, l->str);
 		put_i64(w, 3, l->num);
 		put_i64(w, 4, l->num_unit);
-		pb_end_msg(w, lm);
+		apx_pb_end_msg(w, lm);
 	}
-	pb_end_msg(w, m);
+	apx_pb_end_msg(w, m);
 }
 
 static void put_mapping(pb_writer *w, const ap_mapping *mp)
 {
-	size_t m = pb_begin_msg(w, F_MAPPING);
-	pb_put_uint_field(w, 1, mp->id);
-	pb_put_uint_field(w, 2, mp->memory_start);
-	pb_put_uint_field(w, 3, mp->memory_limit);
-	pb_put_uint_field(w, 4, mp->file_offset);
+	size_t m = apx_pb_begin_msg(w, F_MAPPING);
+	apx_pb_put_uint_field(w, 1, mp->id);
+	apx_pb_put_uint_field(w, 2, mp->memory_start);
+	apx_pb_put_uint_field(w, 3, mp->memory_limit);
+	apx_pb_put_uint_field(w, 4, mp->file_offset);
 	put_i64(w, 5, mp->filename);
 	put_i64(w, 6, mp->build_id);
-	pb_put_uint_field(w, 7, mp->has_functions);
-	pb_put_uint_field(w, 8, mp->has_filenames);
-	pb_put_uint_field(w, 9, mp->has_line_numbers);
-	pb_put_uint_field(w, 10, mp->has_inline_frames);
-	pb_end_msg(w, m);
+	apx_pb_put_uint_field(w, 7, mp->has_functions);
+	apx_pb_put_uint_field(w, 8, mp->has_filenames);
+	apx_pb_put_uint_field(w, 9, mp->has_line_numbers);
+	apx_pb_put_uint_field(w, 10, mp->has_inline_frames);
+	apx_pb_end_msg(w, m);
 }
 
 static void put_location(pb_writer *w, const ap_location *l)
 {
-	size_t m = pb_begin_msg(w, F_LOCATION);
-	pb_put_uint_field(w, 1, l->id);
-	pb_put_uint_field(w, 2, l->mapping_id);
-	pb_put_uint_field(w, 3, l->address);
+	size_t m = apx_pb_begin_msg(w, F_LOCATION);
+	apx_pb_put_uint_field(w, 1, l->id);
+	apx_pb_put_uint_field(w, 2, l->mapping_id);
+	apx_pb_put_uint_field(w, 3, l->address);
 	for (size_t i = 0; i < l->nlines; i++) {
-		size_t lm = pb_begin_msg(w, 4);
-		pb_put_uint_field(w, 1, l->lines[i].function_id);
+		size_t lm = apx_pb_begin_msg(w, 4);
+		apx_pb_put_uint_field(w, 1, l->lines[i].function_id);
 		put_i64(w, 2, l->lines[i].line);
 		put_i64(w, 3, l->lines[i].column);
-		pb_end_msg(w, lm);
+		apx_pb_end_msg(w, lm);
 	}
-	pb_put_uint_field(w, 5, l->is_folded);
-	pb_end_msg(w, m);
+	apx_pb_put_uint_field(w, 5, l->is_folded);
+	apx_pb_end_msg(w, m);
 }
 
 static void put_function(pb_writer *w, const ap_function *f)
 {
-	size_t m = pb_begin_msg(w, F_FUNCTION);
-	pb_put_uint_field(w, 1, f->id);
+	size_t m = apx_pb_begin_msg(w, F_FUNCTION);
+	apx_pb_put_uint_field(w, 1, f->id);
 	put_i64(w, 2, f->name);
 	put_i64(w, 3, f->system_name);
 	put_i64(w, 4, f->filename);
 	put_i64(w, 5, f->start_line);
-	pb_end_msg(w, m);
+	apx_pb_end_msg(w, m);
 }
 
 static void put_profile(pb_writer *w, const ap_profile *p)
@@ -121,7 +121,7 @@ static void put_profile(pb_writer *w, const ap_profile *p)
 	for (size_t i = 0; i < p->nfunctions; i++)
 		put_function(w, &p->functions[i]);
 	for (size_t i = 0; i < p->nstrings; i++)
-		pb_put_bytes_field(w, F_STRING_TABLE, p->strings[i],
+		apx_pb_put_bytes_field(w, F_STRING_TABLE, p->strings[i],
 				   strlen(p->strings[i]));
 	put_i64(w, F_DROP_FRAMES, p->drop_frames);
 	put_i64(w, F_KEEP_FRAMES, p->keep_frames);
@@ -170,7 +170,7 @@ int ap_pprof_encode(const ap_profile *p, bool gzip, const ap_allocator *alloc,
 	if (!alloc)
 		alloc = ap_profile_allocator(p);
 	pb_writer w;
-	pb_writer_init(&w, alloc);
+	apx_pb_writer_init(&w, alloc);
 	put_profile(&w, p);
 	int rc = w.err;
 	if (!rc && gzip) {
@@ -179,6 +179,6 @@ int ap_pprof_encode(const ap_profile *p, bool gzip, const ap_allocator *alloc,
 	} else if (!rc) {
 		rc = hand_out(&w, out, len);
 	}
-	pb_writer_free(&w);
+	apx_pb_writer_free(&w);
 	return rc;
 }

@@ -17,13 +17,13 @@
 /* Unknown groups may nest; cap the depth so hostile input stays cheap. */
 #define PB_MAX_GROUP_DEPTH 64
 
-void pb_writer_init(pb_writer *w, const ap_allocator *a)
+void apx_pb_writer_init(pb_writer *w, const ap_allocator *a)
 {
 	memset(w, 0, sizeof *w);
 	w->a = a ? a : ap_allocator_libc();
 }
 
-void pb_writer_free(pb_writer *w)
+void apx_pb_writer_free(pb_writer *w)
 {
 	if (w->data)
 		w->a->free(w->a->ctx, w->data, w->cap);
@@ -77,52 +77,52 @@ static size_t varint_write(unsigned char *dst, uint64_t v)
 	return n;
 }
 
-void pb_put_varint(pb_writer *w, uint64_t v)
+void apx_pb_put_varint(pb_writer *w, uint64_t v)
 {
 	if (reserve(w, 10))
 		w->len += varint_write(w->data + w->len, v);
 }
 
-void pb_put_tag(pb_writer *w, uint32_t field, enum pb_wire wt)
+void apx_pb_put_tag(pb_writer *w, uint32_t field, enum pb_wire wt)
 {
-	pb_put_varint(w, (uint64_t)field << 3 | (uint64_t)wt);
+	apx_pb_put_varint(w, (uint64_t)field << 3 | (uint64_t)wt);
 }
 
-void pb_put_uint_field(pb_writer *w, uint32_t field, uint64_t v)
+void apx_pb_put_uint_field(pb_writer *w, uint32_t field, uint64_t v)
 {
 	if (!v)
 		return;
-	pb_put_tag(w, field, PB_VARINT);
-	pb_put_varint(w, v);
+	apx_pb_put_tag(w, field, PB_VARINT);
+	apx_pb_put_varint(w, v);
 }
 
-void pb_put_bytes_field(pb_writer *w, uint32_t field, const void *s, size_t n)
+void apx_pb_put_bytes_field(pb_writer *w, uint32_t field, const void *s, size_t n)
 {
-	pb_put_tag(w, field, PB_LEN);
-	pb_put_varint(w, n);
+	apx_pb_put_tag(w, field, PB_LEN);
+	apx_pb_put_varint(w, n);
 	if (n && reserve(w, n)) {
 		memcpy(w->data + w->len, s, n);
 		w->len += n;
 	}
 }
 
-void pb_put_packed(pb_writer *w, uint32_t field, const uint64_t *v, size_t n)
+void apx_pb_put_packed(pb_writer *w, uint32_t field, const uint64_t *v, size_t n)
 {
 	if (!n)
 		return;
-	size_t mark = pb_begin_msg(w, field);
+	size_t mark = apx_pb_begin_msg(w, field);
 	for (size_t i = 0; i < n; i++)
-		pb_put_varint(w, v[i]);
-	pb_end_msg(w, mark);
+		apx_pb_put_varint(w, v[i]);
+	apx_pb_end_msg(w, mark);
 }
 
-size_t pb_begin_msg(pb_writer *w, uint32_t field)
+size_t apx_pb_begin_msg(pb_writer *w, uint32_t field)
 {
-	pb_put_tag(w, field, PB_LEN);
+	apx_pb_put_tag(w, field, PB_LEN);
 	return w->len;
 }
 
-void pb_end_msg(pb_writer *w, size_t mark)
+void apx_pb_end_msg(pb_writer *w, size_t mark)
 {
 	if (w->err)
 		return;
@@ -137,7 +137,7 @@ void pb_end_msg(pb_writer *w, size_t mark)
 
 /* ---- reader ---------------------------------------------------------- */
 
-int pb_fail(pb_reader *r, const char *fmt, ...)
+int apx_pb_fail(pb_reader *r, const char *fmt, ...)
 {
 	if (r->err && r->errlen) {
 		va_list ap;
@@ -148,28 +148,28 @@ int pb_fail(pb_reader *r, const char *fmt, ...)
 	return AP_ECORRUPT;
 }
 
-bool pb_more(const pb_reader *r)
+bool apx_pb_more(const pb_reader *r)
 {
 	return r->pos < r->len;
 }
 
-size_t pb_offset(const pb_reader *r)
+size_t apx_pb_offset(const pb_reader *r)
 {
 	return r->base + r->pos;
 }
 
-int pb_get_varint(pb_reader *r, uint64_t *v)
+int apx_pb_get_varint(pb_reader *r, uint64_t *v)
 {
 	size_t start = r->pos;
 	uint64_t x = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (r->pos >= r->len)
-			return pb_fail(r, "truncated varint at offset %zu",
+			return apx_pb_fail(r, "truncated varint at offset %zu",
 				       r->base + start);
 		unsigned char b = r->p[r->pos++];
 		/* The 10th byte may only carry the top bit of 64. */
 		if (shift == 63 && b > 1)
-			return pb_fail(r, "varint overflows 64 bits at offset %zu",
+			return apx_pb_fail(r, "varint overflows 64 bits at offset %zu",
 				       r->base + start);
 		x |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
@@ -177,38 +177,38 @@ int pb_get_varint(pb_reader *r, uint64_t *v)
 			return 0;
 		}
 	}
-	return pb_fail(r, "varint longer than 10 bytes at offset %zu",
+	return apx_pb_fail(r, "varint longer than 10 bytes at offset %zu",
 		       r->base + start);
 }
 
-int pb_get_tag(pb_reader *r, uint32_t *field, enum pb_wire *wt)
+int apx_pb_get_tag(pb_reader *r, uint32_t *field, enum pb_wire *wt)
 {
-	size_t at = pb_offset(r);
+	size_t at = apx_pb_offset(r);
 	uint64_t t = 0;
-	int rc = pb_get_varint(r, &t);
+	int rc = apx_pb_get_varint(r, &t);
 	if (rc)
 		return rc;
 	uint64_t f = t >> 3;
 	unsigned w = (unsigned)(t & 7);
 	if (f == 0 || f > PB_MAX_FIELD)
-		return pb_fail(r, "invalid field number %llu at offset %zu",
+		return apx_pb_fail(r, "invalid field number %llu at offset %zu",
 			       (unsigned long long)f, at);
 	if (w > PB_FIXED32)
-		return pb_fail(r, "invalid wire type %u at offset %zu", w, at);
+		return apx_pb_fail(r, "invalid wire type %u at offset %zu", w, at);
 	*field = (uint32_t)f;
 	*wt = (enum pb_wire)w;
 	return 0;
 }
 
-int pb_get_len(pb_reader *r, pb_reader *sub)
+int apx_pb_get_len(pb_reader *r, pb_reader *sub)
 {
-	size_t at = pb_offset(r);
+	size_t at = apx_pb_offset(r);
 	uint64_t n = 0;
-	int rc = pb_get_varint(r, &n);
+	int rc = apx_pb_get_varint(r, &n);
 	if (rc)
 		return rc;
 	if (n > r->len - r->pos)
-		return pb_fail(r, "length %llu at offset %zu runs past the end "
+		return apx_pb_fail(r, "length %llu at offset %zu runs past the end "
 			       "of its message (%zu bytes left)",
 			       (unsigned long long)n, at, r->len - r->pos);
 	*sub = *r;
@@ -223,8 +223,8 @@ int pb_get_len(pb_reader *r, pb_reader *sub)
 static int skip_fixed(pb_reader *r, size_t n)
 {
 	if (n > r->len - r->pos)
-		return pb_fail(r, "truncated %zu-byte fixed field at offset %zu",
-			       n, pb_offset(r));
+		return apx_pb_fail(r, "truncated %zu-byte fixed field at offset %zu",
+			       n, apx_pb_offset(r));
 	r->pos += n;
 	return 0;
 }
@@ -234,19 +234,19 @@ static int skip_scalar(pb_reader *r, enum pb_wire wt)
 	uint64_t v;
 	pb_reader sub = { NULL, 0, 0, 0, NULL, 0 };
 	switch (wt) {
-	case PB_VARINT: return pb_get_varint(r, &v);
+	case PB_VARINT: return apx_pb_get_varint(r, &v);
 	case PB_FIXED64: return skip_fixed(r, 8);
 	case PB_FIXED32: return skip_fixed(r, 4);
-	case PB_LEN: return pb_get_len(r, &sub);
-	default: return pb_fail(r, "unexpected wire type %d", (int)wt);
+	case PB_LEN: return apx_pb_get_len(r, &sub);
+	default: return apx_pb_fail(r, "unexpected wire type %d", (int)wt);
 	}
 }
 
-int pb_skip(pb_reader *r, uint32_t field, enum pb_wire wt)
+int apx_pb_skip(pb_reader *r, uint32_t field, enum pb_wire wt)
 {
 	if (wt == PB_EGROUP)
-		return pb_fail(r, "unmatched end-group for field %u at offset "
-			       "%zu", field, pb_offset(r));
+		return apx_pb_fail(r, "unmatched end-group for field %u at offset "
+			       "%zu", field, apx_pb_offset(r));
 	if (wt != PB_SGROUP)
 		return skip_scalar(r, wt);
 	/* A group runs until the end-group tag of the same field; groups in
@@ -257,24 +257,24 @@ int pb_skip(pb_reader *r, uint32_t field, enum pb_wire wt)
 	while (depth) {
 		uint32_t f = 0;
 		enum pb_wire w = PB_VARINT;
-		if (!pb_more(r))
-			return pb_fail(r, "group of field %u not closed before "
+		if (!apx_pb_more(r))
+			return apx_pb_fail(r, "group of field %u not closed before "
 				       "offset %zu", open[depth - 1],
-				       pb_offset(r));
-		int rc = pb_get_tag(r, &f, &w);
+				       apx_pb_offset(r));
+		int rc = apx_pb_get_tag(r, &f, &w);
 		if (rc)
 			return rc;
 		if (w == PB_SGROUP) {
 			if (depth == PB_MAX_GROUP_DEPTH)
-				return pb_fail(r, "groups nested deeper than %d "
+				return apx_pb_fail(r, "groups nested deeper than %d "
 					       "at offset %zu",
-					       PB_MAX_GROUP_DEPTH, pb_offset(r));
+					       PB_MAX_GROUP_DEPTH, apx_pb_offset(r));
 			open[depth++] = f;
 		} else if (w == PB_EGROUP) {
 			if (f != open[depth - 1])
-				return pb_fail(r, "end-group for field %u closes "
+				return apx_pb_fail(r, "end-group for field %u closes "
 					       "group %u at offset %zu", f,
-					       open[depth - 1], pb_offset(r));
+					       open[depth - 1], apx_pb_offset(r));
 			depth--;
 		} else if ((rc = skip_scalar(r, w))) {
 			return rc;
@@ -296,49 +296,49 @@ static const char *wire_name(enum pb_wire wt)
 	return "unknown";
 }
 
-int pb_expect(pb_reader *r, enum pb_wire got, enum pb_wire want,
+int apx_pb_expect(pb_reader *r, enum pb_wire got, enum pb_wire want,
 	      const char *what)
 {
 	if (got == want)
 		return 0;
-	return pb_fail(r, "%s has wire type %s, expected %s (before offset "
+	return apx_pb_fail(r, "%s has wire type %s, expected %s (before offset "
 		       "%zu)", what, wire_name(got), wire_name(want),
-		       pb_offset(r));
+		       apx_pb_offset(r));
 }
 
-int pb_get_repeated(pb_reader *r, enum pb_wire wt, const char *what,
+int apx_pb_get_repeated(pb_reader *r, enum pb_wire wt, const char *what,
 		    int (*fn)(void *ctx, uint64_t v), void *ctx)
 {
 	uint64_t v = 0;
 	int rc;
 	if (wt == PB_VARINT) {
-		rc = pb_get_varint(r, &v);
+		rc = apx_pb_get_varint(r, &v);
 		return rc ? rc : fn(ctx, v);
 	}
 	if (wt != PB_LEN)
-		return pb_expect(r, wt, PB_VARINT, what);
+		return apx_pb_expect(r, wt, PB_VARINT, what);
 	pb_reader sub = { NULL, 0, 0, 0, NULL, 0 };
-	if ((rc = pb_get_len(r, &sub)))
+	if ((rc = apx_pb_get_len(r, &sub)))
 		return rc;
-	while (pb_more(&sub)) {
-		if ((rc = pb_get_varint(&sub, &v)) || (rc = fn(ctx, v)))
+	while (apx_pb_more(&sub)) {
+		if ((rc = apx_pb_get_varint(&sub, &v)) || (rc = fn(ctx, v)))
 			return rc;
 	}
 	return 0;
 }
 
-int pb_open(pb_reader *r, enum pb_wire wt, const char *what, pb_reader *sub)
+int apx_pb_open(pb_reader *r, enum pb_wire wt, const char *what, pb_reader *sub)
 {
-	int rc = pb_expect(r, wt, PB_LEN, what);
-	return rc ? rc : pb_get_len(r, sub);
+	int rc = apx_pb_expect(r, wt, PB_LEN, what);
+	return rc ? rc : apx_pb_get_len(r, sub);
 }
 
-int pb_fields(pb_reader *m, pb_field_fn fn, void *ctx)
+int apx_pb_fields(pb_reader *m, pb_field_fn fn, void *ctx)
 {
-	while (pb_more(m)) {
+	while (apx_pb_more(m)) {
 		uint32_t f = 0;
 		enum pb_wire wt = PB_VARINT;
-		int rc = pb_get_tag(m, &f, &wt);
+		int rc = apx_pb_get_tag(m, &f, &wt);
 		if (!rc)
 			rc = fn(ctx, m, f, wt);
 		if (rc)

@@ -239,7 +239,7 @@ static void gamma_term(const void *ctx, int m, double *num, double *den)
 	*den = ax[1] + 2.0 * m - 1.0 - ax[0];
 }
 
-double specfun_gammainc(double a, double x, bool upper)
+double apx_specfun_gammainc(double a, double x, bool upper)
 {
 	if (!(a > 0) || !(x >= 0) || isinf(a))
 		return (double)NAN;
@@ -272,7 +272,7 @@ double specfun_gammainc(double a, double x, bool upper)
 	return upper ? q : 1.0 - q;
 }
 
-double specfun_gamma_quantile(double a, double target, bool upper)
+double apx_specfun_gamma_quantile(double a, double target, bool upper)
 {
 	if (!(a > 0) || isinf(a) || !(target > 0) || !(target < 1))
 		return (double)NAN;
@@ -287,7 +287,7 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 	 * so small targets keep their relative precision.
 	 */
 	double lo = a + 1, hi = a + 1;
-	double v = specfun_gammainc(a, lo, upper);
+	double v = apx_specfun_gammainc(a, lo, upper);
 	if (isnan(v))
 		return (double)NAN;
 	bool below = upper ? v > target : v < target; /* x too small */
@@ -297,20 +297,20 @@ double specfun_gamma_quantile(double a, double target, bool upper)
 			hi *= 2;
 			if (isinf(hi))
 				return (double)NAN;
-			v = specfun_gammainc(a, hi, upper);
+			v = apx_specfun_gammainc(a, hi, upper);
 		} else {
 			hi = lo;
 			lo *= 0.5;
 			if (lo == 0)
 				return 0.0; /* below the smallest double */
-			v = specfun_gammainc(a, lo, upper);
+			v = apx_specfun_gammainc(a, lo, upper);
 		}
 		if (isnan(v))
 			return (double)NAN;
 	}
 	for (int i = 0; i < 200 && hi - lo > 1e-14 * hi; i++) {
 		double mid = 0.5 * (lo + hi);
-		v = specfun_gammainc(a, mid, upper);
+		v = apx_specfun_gammainc(a, mid, upper);
 		if (upper ? v > target : v < target)
 			lo = mid;
 		else

@@ -14,12 +14,12 @@
  * (upper = true), a > 0, x >= 0. Each is computed directly (series or
  * continued fraction) so a small tail keeps its relative accuracy.
  */
-double specfun_gammainc(double a, double x, bool upper);
+double apx_specfun_gammainc(double a, double x, bool upper);
 
 /*
  * x with P(a, x) = target (upper = false) or Q(a, x) = target (upper =
  * true); a > 0, 0 < target < 1. Relative accuracy ~1e-13. NaN otherwise.
  */
-double specfun_gamma_quantile(double a, double target, bool upper);
+double apx_specfun_gamma_quantile(double a, double target, bool upper);
 
 #endif

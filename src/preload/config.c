@@ -41,7 +41,7 @@ static int parse_signal(const char *v, size_t n, void *dst, char *err, size_t er
 		"a signal name or number (USR1, SIGUSR2, HUP, PROF, URG, WINCH, "
 		"RTMIN..RTMAX; 0 = none)";
 	uint64_t num;
-	if (ap_parse_u64(v, n, &num) == 0) {
+	if (ap_options_parse_u64(v, n, &num) == 0) {
 		if (num == 0 || (num < 1000 && signal_allowed((long)num))) {
 			*(int *)dst = (int)num;
 			return 0;

@@ -379,7 +379,7 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 
 int dump_write_atomic(const char *path, const void *buf, size_t len)
 {
-	if (ap_write_file_atomic(path, buf, len, 0600) == 0)
+	if (ap_file_write_atomic(path, buf, len, 0600) == 0)
 		return 0;
 	int e = errno;
 	rt_log("cannot write profile %s: %s", path, strerror(e));

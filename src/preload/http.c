@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/httpreq.h"
+#include "httpreq.h"
 #include "allocprof/options.h"
 #include "allocprof/profile.h"
 #include "dump.h"
@@ -381,7 +381,7 @@ static int body_length(http_server *s, conn *c, const httpreq *r)
 		return 411;
 	const httpreq_str *cl = httpreq_header_value(r, "content-length");
 	uint64_t n = 0;
-	if (cl && ap_parse_u64(cl->p, cl->n, &n) != 0)
+	if (cl && ap_options_parse_u64(cl->p, cl->n, &n) != 0)
 		return 400;
 	if (n > HTTP_MAX_BODY)
 		return 413;

@@ -61,7 +61,7 @@ int http_parse_listen(const char *v, size_t n, void *dst, char *err, size_t errl
 			goto bad;
 	}
 	uint64_t p;
-	if (ap_parse_u64(port, port_n, &p) != 0 || p > 65535)
+	if (ap_options_parse_u64(port, port_n, &p) != 0 || p > 65535)
 		goto bad;
 	l.port = (uint16_t)p;
 	l.enabled = true;

@@ -68,11 +68,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t v;
 	bool b;
 	int e;
-	ap_parse_size((const char *)data, size, &v);
-	ap_parse_u64((const char *)data, size, &v);
-	ap_parse_duration_ns((const char *)data, size, &v);
-	ap_parse_bool((const char *)data, size, &b);
-	ap_parse_enum((const char *)data, size, names, &e);
+	ap_options_parse_size((const char *)data, size, &v);
+	ap_options_parse_u64((const char *)data, size, &v);
+	ap_options_parse_duration_ns((const char *)data, size, &v);
+	ap_options_parse_bool((const char *)data, size, &b);
+	ap_options_parse_enum((const char *)data, size, names, &e);
 	free(text);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * fileio_test.c: ap_write_file_atomic replaces regular files whole, leaves no
+ * fileio_test.c: ap_file_write_atomic replaces regular files whole, leaves no
  * temporary behind, and never replaces a device or a pipe (a run as root with
  * output /dev/null once turned /dev/null into a regular file).
  */
@@ -72,8 +72,8 @@ AP_TEST(replaces_a_regular_file_whole_with_the_given_mode)
 	AP_CHECK(dir[0]);
 	char path[128], buf[64];
 	snprintf(path, sizeof path, "%s/out.pb", dir);
-	AP_CHECK_EQ_INT(ap_write_file_atomic(path, "first version", 13, 0600), 0);
-	AP_CHECK_EQ_INT(ap_write_file_atomic(path, "second", 6, 0600), 0);
+	AP_CHECK_EQ_INT(ap_file_write_atomic(path, "first version", 13, 0600), 0);
+	AP_CHECK_EQ_INT(ap_file_write_atomic(path, "second", 6, 0600), 0);
 	size_t n = read_back(path, buf, sizeof buf);
 	struct stat st;
 	int rc = stat(path, &st);
@@ -100,7 +100,7 @@ AP_TEST(a_character_device_is_never_replaced)
 		printf("  (skipped: mknod not permitted)\n");
 		return;
 	}
-	int rc = ap_write_file_atomic(path, "x", 1, 0600);
+	int rc = ap_file_write_atomic(path, "x", 1, 0600);
 	struct stat st;
 	int srt = stat(path, &st);
 	int files = entries();
@@ -127,7 +127,7 @@ AP_TEST(a_fifo_is_written_in_place)
 		size_t n = read_back(path, buf, sizeof buf);
 		_exit(n == 5 && memcmp(buf, "hello", 5) == 0 ? 0 : 1);
 	}
-	int rc = ap_write_file_atomic(path, "hello", 5, 0600);
+	int rc = ap_file_write_atomic(path, "hello", 5, 0600);
 	if (rc != 0)
 		kill(pid, SIGKILL);
 	int status = -1;
@@ -144,7 +144,7 @@ AP_TEST(a_fifo_is_written_in_place)
 AP_TEST(missing_directory_is_an_io_error_with_errno)
 {
 	errno = 0;
-	int rc = ap_write_file_atomic("/nonexistent-ap-dir/x.pb", "x", 1, 0600);
+	int rc = ap_file_write_atomic("/nonexistent-ap-dir/x.pb", "x", 1, 0600);
 	AP_CHECK_EQ_INT(rc, AP_EIO);
 	AP_CHECK_EQ_INT(errno, ENOENT);
 }
@@ -156,12 +156,12 @@ AP_TEST(overlong_path_is_refused_without_writing)
 	path[0] = '/';
 	path[sizeof path - 1] = 0;
 	errno = 0;
-	AP_CHECK_EQ_INT(ap_write_file_atomic(path, "x", 1, 0600), AP_EIO);
+	AP_CHECK_EQ_INT(ap_file_write_atomic(path, "x", 1, 0600), AP_EIO);
 	AP_CHECK_EQ_INT(errno, ENAMETOOLONG);
 }
 
 AP_TEST(null_arguments_are_invalid)
 {
-	AP_CHECK_EQ_INT(ap_write_file_atomic(NULL, "x", 1, 0600), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_write_file_atomic("/tmp/x", NULL, 1, 0600), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_file_write_atomic(NULL, "x", 1, 0600), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_file_write_atomic("/tmp/x", NULL, 1, 0600), AP_EINVAL);
 }

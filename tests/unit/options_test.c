@@ -18,51 +18,51 @@ static int parse_u(int (*fn)(const char *, size_t, uint64_t *), const char *s,
 AP_TEST(sizes_accept_plain_numbers_and_binary_suffixes)
 {
 	uint64_t v = 0;
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "524288", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "524288", &v), 0);
 	AP_CHECK_EQ_U64(v, 524288);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "512k", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "512k", &v), 0);
 	AP_CHECK_EQ_U64(v, 524288);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "4KiB", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "4KiB", &v), 0);
 	AP_CHECK_EQ_U64(v, 4096);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "2M", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "2M", &v), 0);
 	AP_CHECK_EQ_U64(v, 2u << 20);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "3g", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "3g", &v), 0);
 	AP_CHECK_EQ_U64(v, 3ULL << 30);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "1t", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "1t", &v), 0);
 	AP_CHECK_EQ_U64(v, 1ULL << 40);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "7b", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "7b", &v), 0);
 	AP_CHECK_EQ_U64(v, 7);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "0", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "0", &v), 0);
 	AP_CHECK_EQ_U64(v, 0);
 }
 
 AP_TEST(sizes_reject_garbage_signs_spaces_and_overflow)
 {
 	uint64_t v = 42;
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "k", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "12x", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "-1", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, " 5", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "5kk", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "5bb", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "18446744073709551616", &v), AP_ERANGE);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_size, "16777216t", &v), AP_ERANGE);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "k", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "12x", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "-1", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, " 5", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "5kk", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "5bb", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "18446744073709551616", &v), AP_ERANGE);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_size, "16777216t", &v), AP_ERANGE);
 	AP_CHECK_EQ_U64(v, 42); /* untouched on error */
-	AP_CHECK_EQ_INT(ap_parse_size(NULL, 3, &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_parse_size("1", 1, NULL), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_size(NULL, 3, &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_size("1", 1, NULL), AP_EINVAL);
 }
 
 AP_TEST(u64_takes_the_full_range_and_nothing_else)
 {
 	uint64_t v = 0;
-	AP_CHECK_EQ_INT(parse_u(ap_parse_u64, "18446744073709551615", &v), 0);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_u64, "18446744073709551615", &v), 0);
 	AP_CHECK_EQ_U64(v, UINT64_MAX);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_u64, "18446744073709551616", &v), AP_ERANGE);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_u64, "1k", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_u64, "+1", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_u64, "18446744073709551616", &v), AP_ERANGE);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_u64, "1k", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_u64, "+1", &v), AP_EINVAL);
 	/* Only the first n bytes count: the slice need not be terminated. */
-	AP_CHECK_EQ_INT(ap_parse_u64("123456", 3, &v), 0);
+	AP_CHECK_EQ_INT(ap_options_parse_u64("123456", 3, &v), 0);
 	AP_CHECK_EQ_U64(v, 123);
 }
 
@@ -72,15 +72,15 @@ AP_TEST(booleans_accept_the_usual_spellings_in_any_case)
 	static const char *const yes[] = { "1", "true", "YES", "On" };
 	static const char *const no[] = { "0", "False", "no", "OFF" };
 	for (size_t i = 0; i < 4; i++) {
-		AP_CHECK_EQ_INT(ap_parse_bool(yes[i], strlen(yes[i]), &b), 0);
+		AP_CHECK_EQ_INT(ap_options_parse_bool(yes[i], strlen(yes[i]), &b), 0);
 		AP_CHECK(b);
-		AP_CHECK_EQ_INT(ap_parse_bool(no[i], strlen(no[i]), &b), 0);
+		AP_CHECK_EQ_INT(ap_options_parse_bool(no[i], strlen(no[i]), &b), 0);
 		AP_CHECK(!b);
 	}
-	AP_CHECK_EQ_INT(ap_parse_bool("2", 1, &b), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_parse_bool("tru", 3, &b), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_parse_bool("truex", 5, &b), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_parse_bool("", 0, &b), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_bool("2", 1, &b), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_bool("tru", 3, &b), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_bool("truex", 5, &b), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_bool("", 0, &b), AP_EINVAL);
 }
 
 AP_TEST(durations_default_to_seconds_and_take_unit_suffixes)
@@ -96,20 +96,20 @@ AP_TEST(durations_default_to_seconds_and_take_unit_suffixes)
 		   { "0.25m", 15000000000ULL }, { "0", 0 } };
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		uint64_t v = 1;
-		AP_CHECK_MSG(parse_u(ap_parse_duration_ns, ok[i].s, &v) == 0,
+		AP_CHECK_MSG(parse_u(ap_options_parse_duration_ns, ok[i].s, &v) == 0,
 			     "'%s' rejected", ok[i].s);
 		AP_CHECK_MSG(v == ok[i].ns, "'%s' -> %llu, want %llu", ok[i].s,
 			     (unsigned long long)v, (unsigned long long)ok[i].ns);
 	}
 	uint64_t v;
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, ".", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "s", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "1.5x", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "1..5", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "-1s", &v), AP_EINVAL);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "99999999999h", &v), AP_ERANGE);
-	AP_CHECK_EQ_INT(parse_u(ap_parse_duration_ns, "18446744073709551616ns", &v),
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, ".", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "s", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "1.5x", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "1..5", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "-1s", &v), AP_EINVAL);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "99999999999h", &v), AP_ERANGE);
+	AP_CHECK_EQ_INT(parse_u(ap_options_parse_duration_ns, "18446744073709551616ns", &v),
 			AP_ERANGE);
 }
 
@@ -117,10 +117,10 @@ AP_TEST(enums_match_names_case_insensitively)
 {
 	static const char *const names[] = { "pprof", "heap_v2", NULL };
 	int e = -1;
-	AP_CHECK_EQ_INT(ap_parse_enum("HEAP_V2", 7, names, &e), 0);
+	AP_CHECK_EQ_INT(ap_options_parse_enum("HEAP_V2", 7, names, &e), 0);
 	AP_CHECK_EQ_INT(e, 1);
-	AP_CHECK_EQ_INT(ap_parse_enum("pprofx", 6, names, &e), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_parse_enum("ppro", 4, names, &e), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_enum("pprofx", 6, names, &e), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_options_parse_enum("ppro", 4, names, &e), AP_EINVAL);
 	AP_CHECK_EQ_INT(e, 1);
 }
 
@@ -139,7 +139,7 @@ static const char *const formats[] = { "pprof", "heap_v2", NULL };
 static int parse_even(const char *v, size_t n, void *dst, char *err, size_t errlen)
 {
 	uint64_t x;
-	if (ap_parse_u64(v, n, &x) != 0 || x % 2 || x > 100) {
+	if (ap_options_parse_u64(v, n, &x) != 0 || x % 2 || x > 100) {
 		snprintf(err, errlen, "an even number up to 100");
 		return AP_EINVAL;
 	}

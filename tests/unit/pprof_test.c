@@ -256,10 +256,10 @@ static int field_boundaries(const unsigned char *buf, size_t len,
 	pb_reader r = { buf, len, 0, 0, NULL, 0 };
 	memset(boundary, 0, len + 1);
 	boundary[0] = true;
-	while (pb_more(&r)) {
+	while (apx_pb_more(&r)) {
 		uint32_t f;
 		enum pb_wire wt;
-		if (pb_get_tag(&r, &f, &wt) || pb_skip(&r, f, wt))
+		if (apx_pb_get_tag(&r, &f, &wt) || apx_pb_skip(&r, f, wt))
 			return -1;
 		boundary[r.pos] = true;
 	}

@@ -278,10 +278,10 @@ static int read_histogram(pb_reader *h, native_info *ni)
 	uint32_t f;
 	enum pb_wire w;
 	uint64_t v, cur = 0;
-	while (pb_more(h) && pb_get_tag(h, &f, &w) == 0) {
+	while (apx_pb_more(h) && apx_pb_get_tag(h, &f, &w) == 0) {
 		pb_reader sub;
 		if (w == PB_VARINT && (f == 1 || f == 5 || f == 7)) {
-			if (pb_get_varint(h, &v) != 0)
+			if (apx_pb_get_varint(h, &v) != 0)
 				return -1;
 			if (f == 1)
 				ni->count = v;
@@ -289,23 +289,23 @@ static int read_histogram(pb_reader *h, native_info *ni)
 				ni->schema = (int)(int64_t)unzig(v);
 			else
 				ni->zero = v;
-		} else if (f == 12 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
+		} else if (f == 12 && w == PB_LEN && apx_pb_get_len(h, &sub) == 0) {
 			uint32_t sf;
 			enum pb_wire sw;
-			while (pb_more(&sub) && pb_get_tag(&sub, &sf, &sw) == 0)
-				if (pb_get_varint(&sub, &v) != 0)
+			while (apx_pb_more(&sub) && apx_pb_get_tag(&sub, &sf, &sw) == 0)
+				if (apx_pb_get_varint(&sub, &v) != 0)
 					return -1;
 				else if (sf == 2)
 					ni->span_len += v;
-		} else if (f == 13 && w == PB_LEN && pb_get_len(h, &sub) == 0) {
-			while (pb_more(&sub)) {
-				if (pb_get_varint(&sub, &v) != 0)
+		} else if (f == 13 && w == PB_LEN && apx_pb_get_len(h, &sub) == 0) {
+			while (apx_pb_more(&sub)) {
+				if (apx_pb_get_varint(&sub, &v) != 0)
 					return -1;
 				cur += unzig(v); /* deltas wrap like int64 */
 				ni->buckets += cur;
 				ni->ndeltas++;
 			}
-		} else if (pb_skip(h, f, w) != 0) {
+		} else if (apx_pb_skip(h, f, w) != 0) {
 			return -1;
 		}
 	}
@@ -318,9 +318,9 @@ static int find_histogram(const unsigned char *p, size_t n, const char *name,
 			  native_info *ni)
 {
 	pb_reader r = { .p = p, .len = n };
-	while (pb_more(&r)) {
+	while (apx_pb_more(&r)) {
 		uint64_t len;
-		if (pb_get_varint(&r, &len) != 0 || len > r.len - r.pos)
+		if (apx_pb_get_varint(&r, &len) != 0 || len > r.len - r.pos)
 			return -1;
 		pb_reader fam = { .p = r.p + r.pos, .len = (size_t)len };
 		r.pos += (size_t)len;
@@ -328,22 +328,22 @@ static int find_histogram(const unsigned char *p, size_t n, const char *name,
 		native_info got = { .schema = -98 };
 		uint32_t field;
 		enum pb_wire wt;
-		while (pb_more(&fam) && pb_get_tag(&fam, &field, &wt) == 0) {
+		while (apx_pb_more(&fam) && apx_pb_get_tag(&fam, &field, &wt) == 0) {
 			pb_reader sub, h;
-			if (field == 1 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
+			if (field == 1 && wt == PB_LEN && apx_pb_get_len(&fam, &sub) == 0) {
 				match = sub.len == strlen(name) && memcmp(sub.p, name, sub.len) == 0;
-			} else if (field == 4 && wt == PB_LEN && pb_get_len(&fam, &sub) == 0) {
+			} else if (field == 4 && wt == PB_LEN && apx_pb_get_len(&fam, &sub) == 0) {
 				uint32_t f2;
 				enum pb_wire w2;
-				while (pb_more(&sub) && pb_get_tag(&sub, &f2, &w2) == 0) {
-					if (f2 == 7 && w2 == PB_LEN && pb_get_len(&sub, &h) == 0) {
+				while (apx_pb_more(&sub) && apx_pb_get_tag(&sub, &f2, &w2) == 0) {
+					if (f2 == 7 && w2 == PB_LEN && apx_pb_get_len(&sub, &h) == 0) {
 						if (read_histogram(&h, &got) != 0)
 							return -1;
-					} else if (pb_skip(&sub, f2, w2) != 0) {
+					} else if (apx_pb_skip(&sub, f2, w2) != 0) {
 						return -1;
 					}
 				}
-			} else if (pb_skip(&fam, field, wt) != 0) {
+			} else if (apx_pb_skip(&fam, field, wt) != 0) {
 				return -1;
 			}
 		}
