@@ -13,12 +13,13 @@
  *  - Negative binomial (NB, [R4]): the failed trials before the s-th
  *    success are NegBin(s, p); gives an exact interval when samples are few.
  *
- * allocprof reports the NB interval below AP_NB_MAX_SAMPLES samples and the
- * HT normal interval at or above it (ap_bytes_interval applies the rule).
- * The switch is at 100, not 30: with 30-60 samples of small objects the
- * normal interval covers only ~0.936-0.942 at a nominal 0.95 (skewed
- * weights), while the NB interval covers >= 0.95 at any count
- * (tests/stats, docs/STATISTICS.md).
+ * Every view puts intervals on a row through ap_row_bytes_interval /
+ * ap_row_objects_interval (bottom of this file): the rule follows where the
+ * uncertainty is (the effective sample size of the per-sample variance
+ * terms), so a few near-certain large objects beside small-object samples
+ * no longer pass for a many-sample row. The older ap_bytes_interval /
+ * ap_objects_interval keep the count rule (NB below AP_NB_MAX_SAMPLES
+ * samples) for callers not yet moved over (docs/STATISTICS.md section 5).
  *
  * All functions are pure (no global state, thread-safe) and never abort.
  * Value-returning functions return NaN for invalid input; int-returning ones
