@@ -32,8 +32,9 @@ const char *ap_diff_method_name(ap_diff_method m)
 
 static void result_nan(ap_diff_result *out)
 {
+	const double nan = (double)NAN;
 	if (out)
-		*out = (ap_diff_result){NAN, NAN, NAN, NAN, NAN, false,
+		*out = (ap_diff_result){nan, nan, nan, nan, nan, false,
 					AP_DIFF_NONE, 0};
 }
 

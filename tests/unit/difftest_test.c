@@ -35,7 +35,7 @@ AP_TEST(benjamini_hochberg_qvalues)
 	/* In place. */
 	AP_CHECK_EQ_INT(ap_diff_qvalues(p, 4, p, NULL), 0);
 	AP_CHECK_NEAR(p[1], 0.16 / 3, 1e-15, 0);
-	double bad[2] = {0.1, NAN};
+	double bad[2] = {0.1, (double)NAN};
 	AP_CHECK_EQ_INT(ap_diff_qvalues(bad, 2, q, NULL), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_diff_qvalues(NULL, 0, NULL, NULL), 0);
 

@@ -207,7 +207,7 @@ AP_TEST(row_errors)
 	AP_CHECK_EQ_INT(ap_row_bytes_interval(&row, 1.5, &iv, &m), AP_EINVAL);
 	AP_CHECK(isnan(iv.lo));
 	AP_CHECK_EQ_INT(ap_row_bytes_interval(NULL, 0.95, &iv, &m), AP_EINVAL);
-	row.bytes = NAN;
+	row.bytes = (double)NAN;
 	AP_CHECK_EQ_INT(ap_row_objects_interval(&row, 0.95, &iv, &m), AP_EINVAL);
 	row.bytes = 1e6;
 	row.rate = 0; /* several rates but no coarsest one given */
@@ -221,7 +221,7 @@ AP_TEST(unbiased_rounding_edges)
 {
 	AP_CHECK(ap_round_unbiased(5, 123) == 5);
 	AP_CHECK(ap_round_unbiased(-2.5, 1) == -3 || ap_round_unbiased(-2.5, 1) == -2);
-	AP_CHECK(ap_round_unbiased(NAN, 1) == 0);
+	AP_CHECK(ap_round_unbiased((double)NAN, 1) == 0);
 	AP_CHECK(ap_round_unbiased(1e30, 1) == INT64_MAX);
 	AP_CHECK(ap_round_unbiased(-1e30, 1) == INT64_MIN);
 	uint64_t a[2] = {1, 2}, b[2] = {2, 1};
