@@ -270,7 +270,8 @@ int ap_row_bytes_interval(const ap_row *row, double level, ap_interval *out,
 	} else if (normal_ok(row, ess, rate)) {
 		m = AP_CI_NORMAL;
 		rc = ap_ht_interval(row->bytes, row->var_bytes, level, out);
-	} else if (row->rate > 0 && row->exact_samples == 0 &&
+	} else if (row->rate > 0 && row->rate >= row->rate_max &&
+		   row->exact_samples == 0 &&
 		   row->var_bytes >= 0.5 * (double)row->samples * rate * rate) {
 		m = AP_CI_NB;
 		rc = ap_nb_interval(row->samples, row->u, rate, level, true,
