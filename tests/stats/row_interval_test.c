@@ -282,3 +282,38 @@ AP_TEST(one_size_and_mixed_sites_at_few_to_many_samples)
 		}
 	}
 }
+
+/*
+ * tests/stats/report_coverage_test.c's sites, each alone at R = 512 KiB:
+ * 16 B, 64 B, 4 KiB, 100 KiB, R ln 2, 1 MiB, and 512 B objects beside three
+ * near-certain 4 MiB ones (a split row). Bytes >= 0.95 - 3 sd over all
+ * replays; objects over the replays that sampled the site, mixed sizes
+ * guarded at 0.92 as above.
+ */
+AP_TEST(the_report_suites_sites_cover)
+{
+	static const struct {
+		const char *name;
+		uint64_t size, count, big, nbig;
+	} site[] = {
+		{"tiny", 16, 60000, 0, 0},     {"small", 64, 20000, 0, 0},
+		{"page", 4096, 2000, 0, 0},    {"medium", 102400, 300, 0, 0},
+		{"rln2", 363409, 40, 0, 0},    {"big", 1 << 20, 30, 0, 0},
+		{"mixed", 512, 20000, 4 << 20, 3},
+	};
+	for (size_t i = 0; i < sizeof site / sizeof site[0]; i++) {
+		pop p = {site[i].name, 524288, site[i].count + site[i].nbig,
+			 NULL, 0};
+		p.sizes = malloc(p.n * sizeof *p.sizes);
+		AP_CHECK(p.sizes);
+		for (size_t j = 0; j < p.n; j++)
+			p.sizes[j] = site[i].size;
+		for (uint64_t j = 0; j < site[i].nbig; j++)
+			p.sizes[j * (p.n / site[i].nbig)] = site[i].big;
+		cover c;
+		int rc = run(&p, 2000, 7400 + i, &c);
+		free(p.sizes);
+		AP_CHECK(rc == 0);
+		check(&p, &c, site[i].nbig ? 0.92 : -1);
+	}
+}
