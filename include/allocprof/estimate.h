@@ -13,12 +13,13 @@
  *  - Negative binomial (NB, [R4]): the failed trials before the s-th
  *    success are NegBin(s, p); gives an exact interval when samples are few.
  *
- * allocprof reports the NB interval below AP_NB_MAX_SAMPLES samples and the
- * HT normal interval at or above it (ap_bytes_interval applies the rule).
- * The switch is at 100, not 30: with 30-60 samples of small objects the
- * normal interval covers only ~0.936-0.942 at a nominal 0.95 (skewed
- * weights), while the NB interval covers >= 0.95 at any count
- * (tests/stats, docs/STATISTICS.md).
+ * Every view puts intervals on a row through ap_row_bytes_interval /
+ * ap_row_objects_interval (bottom of this file): the rule follows where the
+ * uncertainty is (the effective sample size of the per-sample variance
+ * terms), so a few near-certain large objects beside small-object samples
+ * no longer pass for a many-sample row. The older ap_bytes_interval /
+ * ap_objects_interval keep the count rule (NB below AP_NB_MAX_SAMPLES
+ * samples) for callers not yet moved over (docs/STATISTICS.md section 5).
  *
  * All functions are pure (no global state, thread-safe) and never abort.
  * Value-returning functions return NaN for invalid input; int-returning ones
@@ -39,7 +40,12 @@
 extern "C" {
 #endif
 
-/* Below this many samples reports use the exact NB interval, else HT. */
+/*
+ * Legacy switch of ap_bytes_interval / ap_objects_interval: below this many
+ * samples the exact NB interval, else HT. The row functions (ap_row_*,
+ * bottom of this file) switch on the effective sample size instead, at
+ * AP_ESS_NORMAL_MIN.
+ */
 #define AP_NB_MAX_SAMPLES 100
 
 /* ---- Sampling probability -------------------------------------------- */
@@ -71,6 +77,13 @@ AP_API double ap_ht_var_exact(uint64_t size, double rate);
 typedef struct ap_ht {
 	double bytes, objects, var_bytes, var_objects;
 	uint64_t samples;
+	/*
+	 * Added for the effective-sample-size rule (docs/STATISTICS.md
+	 * section 5): the sums of the squared per-sample variance terms
+	 * (ap_sample_terms), and how many samples had pi = 1 (exact records).
+	 */
+	double var2_bytes, var2_objects;
+	uint64_t exact_samples;
 } ap_ht;
 
 /*
@@ -79,7 +92,10 @@ typedef struct ap_ht {
  * ignored (acc unchanged) so one bad record cannot poison a whole profile.
  */
 AP_API void ap_ht_add(ap_ht *acc, double size, double prob);
-/* Add from's sums into into (independent parts: estimates and variances add). */
+/*
+ * Add from's sums into into (independent parts: estimates, variances and
+ * the squared-variance sums add).
+ */
 AP_API void ap_ht_merge(ap_ht *into, const ap_ht *from);
 
 /* ---- Intervals ------------------------------------------------------- */
@@ -230,6 +246,167 @@ AP_API double ap_count_estimate(uint64_t count, double rate);
  */
 AP_API int ap_jeprof_transform(double objects, double bytes, double rate,
 			       uint64_t *objects_out, uint64_t *bytes_out);
+
+
+/* ---- Rows: the rule every view uses (src/lib/estimate_row.c) ---------- */
+
+/*
+ * Normal HT interval only when the row's uncertainty is spread over at
+ * least this many samples (effective sample size) AND amounts to at least
+ * this many "R-sized events" (var_bytes >= AP_ESS_NORMAL_MIN * R^2), so
+ * that one more unseen small allocation (weight ~R) moves the upper bound
+ * by under a tenth of a standard deviation. docs/STATISTICS.md section 5.
+ */
+#define AP_ESS_NORMAL_MIN 100.0
+
+/*
+ * Fixed-point scale of the stored squared-variance sums: a profile stores
+ * round(AP_VAR2_SCALE * var2 / R^4) (ap_var2_encode), R the rate of the
+ * line's samples. Per sample v / R^2 <= 1 for both bytes and objects (see
+ * ap_sample_terms), so a stored unit is at most 2^32 per sample and 2^31
+ * samples fit a line in int64.
+ */
+#define AP_VAR2_SCALE 4294967296.0
+
+/*
+ * The additive contributions of one sampled allocation of size bytes drawn
+ * with probability prob (in (0, 1]); what the runtime adds into a profile
+ * line for it. var_* are the HT variance terms (1 - pi) x^2 / pi^2 (x = Z
+ * for bytes, 1 for objects) and var2_* their squares; exact is 1 when
+ * prob == 1 (recorded without sampling error). An invalid prob or size
+ * gives all zeros and AP_EINVAL.
+ */
+typedef struct ap_sample_terms {
+	double objects, bytes, var_objects, var_bytes, var2_objects, var2_bytes;
+	uint64_t exact;
+} ap_sample_terms;
+AP_API int ap_sample_terms_of(double size, double prob, ap_sample_terms *out);
+
+/* Stored value of a var2 sum for samples of rate R and back (NaN for R < 1). */
+AP_API double ap_var2_encode(double var2, double rate);
+AP_API double ap_var2_decode(double stored, double rate);
+
+/*
+ * Effective sample size of a sum of variance terms: var^2 / var2 (Kish).
+ * Equal terms give their count; a few dominant ones give about their
+ * count. 0 when var = 0; NaN for negative/NaN input or var > 0 with
+ * var2 = 0 (unknown: callers fall back to the sample count).
+ */
+AP_API double ap_ess(double var, double var2);
+
+/*
+ * "Exact" means no sampling error at all: every sample was recorded with
+ * probability 1 (R = 1 or passthrough records) and there was at least one.
+ * A variance that rounds or sums to 0 is NOT a reason: objects of 1.5 R
+ * have tiny but nonzero variance terms.
+ */
+AP_API bool ap_row_is_exact(uint64_t samples, uint64_t exact_samples);
+
+/*
+ * The rate whose bound a side without samples takes when its inputs were
+ * drawn at several rates: the coarsest (largest R), the one under which
+ * the most bytes can hide unseen. 0 for n = 0 or any rate < 1.
+ */
+AP_API double ap_coarsest_rate(const double *rates, size_t n);
+
+/*
+ * Zero samples (docs/STATISTICS.md section 5, "no samples"): the lower
+ * bound 0 is certain, so all of 1 - level goes to the upper one.
+ * P(no sample | T bytes) = (1 - 1/R)^T >= 1 - level iff
+ * T <= log(1 - level) / log1p(-1/R): *bytes_hi. With every object at
+ * least z_min bytes the same bound on N z_min gives *objects_hi =
+ * *bytes_hi / z_min; z_min = 0 (unknown) gives +INFINITY (print
+ * "unbounded", JSON null; Prometheus "+Inf"). rate 1: both 0 (nothing
+ * can hide). rate is the coarsest rate of the view (ap_coarsest_rate).
+ * AP_EINVAL (outputs NaN) for rate < 1 or a level outside (0, 1).
+ */
+AP_API int ap_zero_sample_bound(double rate, double level, uint64_t z_min,
+				double *bytes_hi, double *objects_hi);
+
+/* Which interval a row got. */
+typedef enum ap_ci_method {
+	AP_CI_NONE = 0, /* no samples: [0, ap_zero_sample_bound] */
+	AP_CI_EXACT,    /* every sample exact: the point */
+	AP_CI_NB,       /* exact negative binomial, open at both ends */
+	AP_CI_SPLIT,    /* certain part + gamma interval on the uncertain part */
+	AP_CI_NORMAL    /* HT normal */
+} ap_ci_method;
+/* "none sampled", "exact", "nb", "split", "normal" ("?" otherwise). */
+AP_API const char *ap_ci_method_name(ap_ci_method m);
+
+/*
+ * Everything a row (a site, a total, one side of a diff) carries; all
+ * fields but rate, rate_max and z_min are the additive per-line values
+ * summed over the row.
+ */
+typedef struct ap_row {
+	uint64_t samples;       /* sampled allocations */
+	uint64_t exact_samples; /* of which recorded with pi = 1 */
+	double u;               /* sum of (size - offset) */
+	double bytes, var_bytes, var2_bytes;       /* HT sums */
+	double objects, var_objects, var2_objects; /* HT sums, objects */
+	double rate;     /* R of every sample; 0 = several rates */
+	double rate_max; /* coarsest R among the row's inputs (0: = rate) */
+	uint64_t z_min;  /* smallest object size the row can hold; 0 unknown */
+} ap_row;
+
+/* Fill a row from an HT accumulator (u, rate set separately; rest zero). */
+AP_API void ap_row_from_ht(const ap_ht *ht, double u, double rate,
+			   ap_row *out);
+
+/*
+ * The bytes interval of a row at level (docs/STATISTICS.md section 5):
+ *  - no samples: [0, bytes bound of ap_zero_sample_bound], AP_CI_NONE;
+ *  - every sample exact: the point, AP_CI_EXACT;
+ *  - ESS >= AP_ESS_NORMAL_MIN and var_bytes >= AP_ESS_NORMAL_MIN R^2:
+ *    HT normal;
+ *  - one rate, no exact samples and var_bytes >= samples R^2 / 2 (every
+ *    sample uncertain like a small object's, so the NB model's "one
+ *    geometric gap per sample" fits): the NB interval, both ends open,
+ *    widened to contain the estimate;
+ *  - otherwise (a few near-certain large objects beside uncertain ones):
+ *    AP_CI_SPLIT, the certain part c = bytes - ESS w plus a gamma interval
+ *    (shape ESS, scale w = sqrt(var2/var)) for the rest, its upper bound
+ *    after one more event of weight max(w, R) (Fay and Feuer).
+ * var2_bytes = 0 with var_bytes > 0 (a profile without the column) takes
+ * ESS = samples. R is rate_max when set, else rate. estimate is always
+ * the HT estimate. AP_EINVAL (out NaN) for negative/NaN values, rate < 1
+ * unless 0 with rate_max >= 1, a level outside (0, 1), NULL pointers.
+ */
+AP_API int ap_row_bytes_interval(const ap_row *row, double level,
+				 ap_interval *out, ap_ci_method *method);
+
+/*
+ * The objects interval of a row, the same rule on the objects sums: no
+ * samples: [0, ap_zero_sample_bound's objects bound] (+INFINITY when
+ * z_min is unknown); exact; normal when the objects ESS and the bytes
+ * condition above both hold; else the split gamma interval, whose extra
+ * event has the larger of the uncertain part's weight and the mean weight
+ * objects/samples. With z_min known the upper bound also admits the
+ * objects of z_min bytes that could hide unseen (bytes bound / z_min).
+ * Errors as for bytes.
+ */
+AP_API int ap_row_objects_interval(const ap_row *row, double level,
+				   ap_interval *out, ap_ci_method *method);
+
+/* ---- Writing values without rounding bias ---------------------------- */
+
+/*
+ * Key for ap_round_unbiased: a hash of what identifies a profile line
+ * (e.g. its location ids or addresses, n of them) and the column index, so
+ * that every write of that line's column rounds with the same uniform and
+ * different lines and columns round independently.
+ */
+AP_API uint64_t ap_round_key(const uint64_t *ids, size_t n, uint32_t column);
+
+/*
+ * floor(x) + 1 with probability frac(x), else floor(x), the coin being the
+ * uniform in [0, 1) that key hashes to: E[result] = x over keys, so sums
+ * over many lines carry no rounding bias (llround biases weights in (1, 2)
+ * down to 1: objects of 1.2 R lose 30%). Deterministic for a key.
+ * Saturates at INT64_MIN/MAX; 0 for NaN.
+ */
+AP_API int64_t ap_round_unbiased(double x, uint64_t key);
 
 #ifdef __cplusplus
 }

@@ -40,12 +40,19 @@ extern "C" {
 /* Default mean sampling interval R in bytes (512 KiB, as jemalloc/Go). */
 #define AP_SAMPLER_DEFAULT_RATE 524288u
 /*
- * Largest accepted R. Gap draws are capped at AP_SAMPLER_GAP_MAX so the
- * counter can never overflow; with R <= 2^56 the cap cuts off a tail of
- * probability (1 - 1/R)^(2^62) <= exp(-64) ~ 1.6e-28 per draw, far below
- * anything measurable. Larger R would make the cap matter, so it is refused.
+ * Largest accepted R: 2^52. Gaps are drawn from a uniform U on the lattice
+ * k 2^-53 (ap_prng_uniform); near U = 1 consecutive lattice points are
+ * R 2^-53 bytes of gap apart, so above 2^53 some gap lengths can never be
+ * drawn (at 2^56 the gap after 0 is 8), and in general P(gap < Z) = pi(Z)
+ * is off by up to 2^-53 absolute, R / (Z 2^53) relative. R <= 2^52 keeps
+ * at least two lattice points per gap length, makes P(gap = 0) = 1/R
+ * exactly, and bounds the relative error of pi(Z) by 1/(2Z) (6e-11 / Z at
+ * the default rate); docs/STATISTICS.md section 1. Gap draws are also
+ * capped at AP_SAMPLER_GAP_MAX so the counter can never overflow; with
+ * R <= 2^52 the cap cuts a tail of probability (1 - 1/R)^(2^62) <=
+ * exp(-1024) per draw.
  */
-#define AP_SAMPLER_RATE_MAX ((uint64_t)1 << 56)
+#define AP_SAMPLER_RATE_MAX ((uint64_t)1 << 52)
 #define AP_SAMPLER_GAP_MAX ((uint64_t)1 << 62)
 /* Passthrough: sizes whose pi exceeds this are recorded exactly ([R3]). */
 #define AP_SAMPLER_PASSTHROUGH_PROB 0.99

@@ -89,6 +89,9 @@ void ap_ht_add(ap_ht *acc, double size, double prob)
 	acc->objects += w;
 	acc->var_bytes += size * size * vw;
 	acc->var_objects += vw;
+	acc->var2_bytes += size * size * vw * size * size * vw;
+	acc->var2_objects += vw * vw;
+	acc->exact_samples += prob == 1;
 	acc->samples++;
 }
 
@@ -100,6 +103,9 @@ void ap_ht_merge(ap_ht *into, const ap_ht *from)
 	into->objects += from->objects;
 	into->var_bytes += from->var_bytes;
 	into->var_objects += from->var_objects;
+	into->var2_bytes += from->var2_bytes;
+	into->var2_objects += from->var2_objects;
+	into->exact_samples += from->exact_samples;
 	into->samples += from->samples;
 }
 

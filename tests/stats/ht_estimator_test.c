@@ -29,6 +29,7 @@
  *    same data.
  */
 #include "aptest.h"
+#include "stats_patterns.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,6 @@
 #include "allocprof/sampler.h"
 
 #define NREP 40000
-#define LN2 0.69314718055994530942
 
 typedef struct pattern {
 	const char *name;
@@ -53,55 +53,9 @@ typedef struct rep {
 	uint64_t samples;
 } rep;
 
-static double uniform_size(ap_prng *r, uint64_t lo, uint64_t hi)
-{
-	return (double)(lo + ap_prng_below(r, hi - lo + 1));
-}
-
-/*
- * The five populations. Sizes relative to R decide everything: pi ~ Z/R
- * for small Z, ~1 for Z >> R. Each has 50-100 expected samples per replay,
- * so the >= 30 rule for coverage applies to nearly all replays.
- */
 static int make_pattern(int which, pattern *p)
 {
-	ap_prng r;
-	ap_prng_seed(&r, 1000 + (uint64_t)which);
-	static const struct {
-		const char *name;
-		uint64_t rate;
-		size_t n;
-	} shape[] = {
-		{"all-small", 4096, 6000},    /* 8..128 B: ~100 samples */
-		{"all-large", 4096, 80},      /* R..3R: pi 0.63..0.95 */
-		{"mixed", 65536, 2000},	      /* 16 B..1 MiB, three tiers */
-		{"periodic", 102400, 160},    /* 100 B, 102400 B, ... */
-		{"R-ln2", 4096, 300},	      /* pi = 1/2: ~150 samples */
-	};
-	p->name = shape[which].name;
-	p->rate = shape[which].rate;
-	p->n = shape[which].n;
-	p->sizes = malloc(p->n * sizeof *p->sizes);
-	if (!p->sizes)
-		return -1;
-	for (size_t i = 0; i < p->n; i++) {
-		double z;
-		uint64_t t;
-		switch (which) {
-		case 0: z = uniform_size(&r, 8, 128); break;
-		case 1: z = uniform_size(&r, 4096, 3 * 4096); break;
-		case 2:
-			t = ap_prng_below(&r, 100);
-			z = t < 90   ? uniform_size(&r, 16, 512)
-			    : t < 99 ? uniform_size(&r, 4096, 65536)
-				     : uniform_size(&r, 262144, 1048576);
-			break;
-		case 3: z = i % 2 ? 102400 : 100; break;
-		default: z = floor(4096 * LN2 + 0.5); break;
-		}
-		p->sizes[i] = (uint64_t)z;
-	}
-	return 0;
+	return stats_pattern_make(which, &p->name, &p->rate, &p->n, &p->sizes);
 }
 
 static double pattern_truth(const pattern *p)

@@ -507,3 +507,24 @@ AP_TEST(huge_sizes_are_sampled_without_overflow)
 		}
 	}
 }
+
+/*
+ * The rate cap (issue 12, item 7): the uniform behind a gap has 53 bits,
+ * so near U = 1 consecutive draws are R 2^-53 bytes of gap apart. At the
+ * old cap 2^56 the second-largest uniform, 1 - 2^-53, already gives a gap
+ * of 8 bytes (gaps 1..7 could never be drawn); at 2^52 it gives 0, so
+ * P(gap = 0) = 2 * 2^-53 = 1/R exactly. Rates above 2^52 are refused.
+ */
+AP_TEST(rate_is_capped_where_53_bit_uniforms_distort_the_gap)
+{
+	double u2 = 1.0 - 0x1.0p-53;
+	AP_CHECK_EQ_U64((uint64_t)(log(u2) / log1p(-0x1.0p-56)), 8);
+	AP_CHECK_EQ_U64((uint64_t)(log(u2) / log1p(-0x1.0p-52)), 0);
+	AP_CHECK_EQ_U64(AP_SAMPLER_RATE_MAX, (uint64_t)1 << 52);
+	ap_sampler s = make(4096, AP_GAP_GEOMETRIC, AP_SAMPLE_FIRST, false, 5);
+	AP_CHECK_EQ_INT(ap_sampler_set_rate(&s, ((uint64_t)1 << 52) + 1), AP_ERANGE);
+	AP_CHECK_EQ_INT(ap_sampler_set_rate(&s, (uint64_t)1 << 53), AP_ERANGE);
+	AP_CHECK_EQ_U64(s.rate, 4096);
+	AP_CHECK_EQ_INT(ap_sampler_set_rate(&s, (uint64_t)1 << 52), 0);
+	AP_CHECK_EQ_U64(s.rate, (uint64_t)1 << 52);
+}
