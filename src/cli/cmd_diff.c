@@ -6,8 +6,8 @@
  * Both profiles are loaded into views with the same options, sites are
  * matched by their display key (function, function + line, or whole
  * stack), and a site missing on one side counts as zero there, with the
- * honest caveat that "no sample" only bounds it (views_util.h,
- * vu_empty_upper). The interval method is views_util.c's: normal with added
+ * honest caveat that "no sample" only bounds it (diffstat.h,
+ * vu_empty_upper). The interval method is diffstat.c's: normal with added
  * variances when both sides have many samples, else a conservative
  * combination of the two exact intervals at level sqrt(L).
  */
@@ -20,11 +20,11 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "flamegraph.h"
 #include "heapview.h"
 #include "json.h"
-#include "views_cli.h"
-#include "views_util.h"
+#include "cmdopts.h"
+#include "diffstat.h"
+#include "report.h"
 
 static const char diff_usage[] =
 	"usage: allocprof diff [--alloc|--inuse] [--requested|--usable]\n"
@@ -104,7 +104,7 @@ static int cmp_change(const void *a, const void *b)
 static int row_diff(struct diff_run *r, const hv_stat *b, const hv_stat *n,
 		    vu_diff *d)
 {
-	return vc_diff(r->vb, b, r->vn, n, r->level, d);
+	return vu_diff_stats(r->vb, b, r->vn, n, r->level, d);
 }
 
 /* Sorted-merge join of the two site lists by name. */
@@ -160,7 +160,7 @@ static bool row_shown(const struct diff_row *row, bool only_sig)
 static void signed_bytes(double b, char *buf, size_t n)
 {
 	char tmp[40];
-	ap_fg_format_bytes(b, tmp, sizeof tmp);
+	ap_cli_format_bytes(b, AP_BYTES_FIXED, tmp, sizeof tmp);
 	snprintf(buf, n, "%s%s", b > 0 ? "+" : "", tmp);
 }
 
@@ -176,8 +176,8 @@ static void print_row(const struct diff_row *row, const hv_stat *b,
 		signed_bytes(row->d.hi, hi, sizeof hi);
 		snprintf(iv, sizeof iv, "[%s, %s]", lo, hi);
 	}
-	ap_fg_format_bytes(b ? b->bytes : 0, bb, sizeof bb);
-	ap_fg_format_bytes(n ? n->bytes : 0, nb, sizeof nb);
+	ap_cli_format_bytes(b ? b->bytes : 0, AP_BYTES_FIXED, bb, sizeof bb);
+	ap_cli_format_bytes(n ? n->bytes : 0, AP_BYTES_FIXED, nb, sizeof nb);
 	double ratio = b && b->bytes > 0 && n ? n->bytes / b->bytes : 0;
 	if (ratio >= 10) /* "+65486%" reads worse than "655x" */
 		snprintf(rel, sizeof rel, "%.0fx", ratio);
@@ -324,7 +324,7 @@ static int print_json(const struct diff_run *r, size_t top, bool only_sig)
 	json_writer w;
 	json_init(&w, stdout);
 	json_begin_object(&w);
-	vc_json_view(&w, o);
+	report_json_view(&w, o);
 	json_key(&w, "level");
 	json_number(&w, r->level);
 	json_key(&w, "base");

@@ -6,7 +6,7 @@
  * same way report computes a site's, so the numbers agree across commands.
  * With --base the graph is differential: widths stay the profile's, each
  * frame is coloured by its change since BASE as allocprof diff judges it
- * (views_cli.h vc_diff), and the tooltip adds the change and its interval.
+ * (diffstat.h vu_diff_stats), and the tooltip adds the change and its interval.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -19,8 +19,8 @@
 #include "commands.h"
 #include "flamegraph.h"
 #include "heapview.h"
-#include "views_cli.h"
-#include "views_util.h"
+#include "cmdopts.h"
+#include "diffstat.h"
 
 static const char flame_usage[] =
 	"usage: allocprof flame [--alloc|--inuse] [--requested|--usable]\n"
@@ -108,7 +108,7 @@ static const vu_diff *pair_diff(struct flame_ctx *c, const struct flame_pair *p)
 		return &c->d;
 	c->last = *p;
 	c->cached = true;
-	if (vc_diff(c->vb, &p->base, c->vn, &p->nw, c->level, &c->d)) {
+	if (vu_diff_stats(c->vb, &p->base, c->vn, &p->nw, c->level, &c->d)) {
 		c->d.lo = c->d.hi = (double)NAN;
 		c->d.significant = false;
 	}
@@ -141,10 +141,10 @@ static int diff_note(void *ctx, const void *payload, char *buf, size_t n)
 	const struct flame_pair *p = payload;
 	const vu_diff *d = pair_diff(c, p);
 	char ch[40], lo[40], hi[40], base[40];
-	ap_fg_format_bytes(d->change, ch, sizeof ch);
-	ap_fg_format_bytes(d->lo, lo, sizeof lo);
-	ap_fg_format_bytes(d->hi, hi, sizeof hi);
-	ap_fg_format_bytes(p->base.bytes, base, sizeof base);
+	ap_cli_format_bytes(d->change, AP_BYTES_FIXED, ch, sizeof ch);
+	ap_cli_format_bytes(d->lo, AP_BYTES_FIXED, lo, sizeof lo);
+	ap_cli_format_bytes(d->hi, AP_BYTES_FIXED, hi, sizeof hi);
+	ap_cli_format_bytes(p->base.bytes, AP_BYTES_FIXED, base, sizeof base);
 	snprintf(buf, n, "vs BASE (%s): %s%s, %g%% interval [%s, %s], %s",
 		 base, d->change > 0 ? "+" : "", ch, 100 * c->level, lo, hi,
 		 d->significant ? "significant" : "not significant");

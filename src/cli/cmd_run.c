@@ -11,9 +11,9 @@
  * stay ignored). Its exit status is the child's (128+N for a
  * death by signal N; 127 when the command is not found, 126 when it cannot
  * be executed). At the end a short summary of the profiles the run wrote is
- * printed on stderr: the profile names, then `allocprof report` of them
- * (top 10 allocating sites, top 5 holding memory at exit; its code is
- * called in-process with its stdout sent to stderr).
+ * printed on stderr: the profile names, then the report of them (top 10
+ * allocating sites, top 5 holding memory at exit; report.h's engine,
+ * writing to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -38,6 +38,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "report.h"
 
 #define PRELOAD_NAME "liballocprof_preload.so"
 
@@ -421,34 +422,17 @@ static int run_child(char **argv, const char *lib, const char *options,
 
 /* ---- the summary --------------------------------------------------------- */
 
-/* Run `allocprof report VIEW --top TOP FILES` with stdout sent to stderr. */
-static void report_summary(char **paths, size_t n, const char *view,
-			   const char *top)
+/* The report of view kind, top sites, on stderr (stdout is the program's). */
+static void report_summary(char **paths, size_t n, hv_kind kind, uint64_t top)
 {
-	char **args = calloc(n + 5, sizeof *args);
-	if (!args)
-		return;
-	size_t k = 0;
-	args[k++] = (char *)"report";
-	args[k++] = (char *)view;
-	args[k++] = (char *)"--top";
-	args[k++] = (char *)top;
-	for (size_t i = 0; i < n; i++)
-		args[k++] = paths[i];
-	args[k] = NULL;
-	fflush(stdout);
-	int saved = dup(STDOUT_FILENO);
-	if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) {
-		optind = 0; /* re-initialise getopt for the report command */
-		ap_cli_set_progname("report");
-		ap_cmd_report((int)k, args);
-		ap_cli_set_progname("run");
-		fflush(stdout);
-		dup2(saved, STDOUT_FILENO);
-	}
-	if (saved >= 0)
-		close(saved);
-	free(args);
+	report_options r;
+	char err[1024];
+	report_options_default(&r);
+	r.hv.view = kind;
+	r.top = top;
+	if (report_write((const char *const *)paths, n, &r, stderr, err,
+			 sizeof err))
+		ap_cli_error("%s", err);
 }
 
 static void print_summary(char **paths, size_t n, bool pprof)
@@ -460,14 +444,9 @@ static void print_summary(char **paths, size_t n, bool pprof)
 	fputc('\n', stderr);
 	if (!pprof || !n)
 		return;
-	if (ap_cmd_report) {
-		/* Where it allocated, then what it still held at exit. */
-		report_summary(paths, n, "--alloc", "10");
-		report_summary(paths, n, "--inuse", "5");
-	}
-	else
-		ap_cli_error("this build has no report command: read them with "
-			     "go tool pprof or jeprof");
+	/* Where it allocated, then what it still held at exit. */
+	report_summary(paths, n, HV_ALLOC, 10);
+	report_summary(paths, n, HV_INUSE, 5);
 }
 
 /* ---- the command --------------------------------------------------------- */

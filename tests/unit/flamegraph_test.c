@@ -7,7 +7,9 @@
  * escaping, hooks and determinism.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "cli_util.h"
 #include "flamegraph.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,7 +142,7 @@ static char *escape_to_string(const char *s, size_t max)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	ap_fg_xml_escape(f, s, max);
+	txt_xml_escape(f, s, max);
 	fclose(f);
 	return buf;
 }
@@ -336,17 +338,17 @@ AP_TEST(labels_are_truncated_to_fit_their_frame)
 AP_TEST(bytes_are_formatted_for_people)
 {
 	char b[32];
-	ap_fg_format_bytes(0, b, sizeof b);
+	ap_cli_format_bytes(0, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "0 B"));
-	ap_fg_format_bytes(1023, b, sizeof b);
+	ap_cli_format_bytes(1023, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "1023 B"));
-	ap_fg_format_bytes(1536, b, sizeof b);
+	ap_cli_format_bytes(1536, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "1.50 KiB"));
-	ap_fg_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
+	ap_cli_format_bytes(-3.0 * 1024 * 1024, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "-3.00 MiB"));
-	ap_fg_format_bytes((double)NAN, b, sizeof b);
+	ap_cli_format_bytes((double)NAN, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "n/a"));
-	ap_fg_format_bytes(1e30, b, sizeof b);
+	ap_cli_format_bytes(1e30, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK_MSG(strstr(b, "EiB"), "%s", b);
 }
 

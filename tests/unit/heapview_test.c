@@ -11,6 +11,9 @@
 #include "cli_util.h"
 #include "heapview.h"
 #include "json.h"
+#include "keymap.h"
+#include "profload.h"
+#include "profmerge.h"
 
 #include <unistd.h>
 

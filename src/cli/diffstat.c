@@ -1,6 +1,6 @@
 /*
- * views_util.c: difference intervals for allocprof diff and folded-stack
- * helpers (see views_util.h).
+ * diffstat.c: difference intervals for allocprof diff and the differential
+ * flame graph (see diffstat.h).
  *
  * The difference of two independent HT estimates has variance var_a +
  * var_b (STATISTICS.md section 2: HT variances of independent parts add), so
@@ -13,9 +13,10 @@
  * [lo_new - hi_base, hi_new - lo_base]. That is conservative (wider than
  * needed), which is the right error for a "did this get worse?" question.
  */
-#include "views_util.h"
+#include "diffstat.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "allocprof/common.h"
 #include "allocprof/estimate.h"
@@ -90,41 +91,35 @@ int vu_diff_interval(const vu_side *base, const vu_side *nw, double level,
 	return 0;
 }
 
-void vu_folded_frame(FILE *out, const char *name, bool first)
+void vu_diff_side(const hv_view *v, const hv_stat *st, double level,
+		  vu_side *out)
 {
-	const unsigned char *s = (const unsigned char *)(name ? name : "");
-	if (first)
-		while (*s == ' ')
-			s++;
-	if (!*s) {
-		fputs("[unknown]", out);
+	double side_level = vu_side_level(level);
+	memset(out, 0, sizeof *out);
+	if (!st || st->samples == 0) {
+		out->bytes = st ? st->bytes : 0;
+		out->exact = hv_rate(v) <= 1 && !hv_mixed_rates(v);
+		out->lo = 0;
+		out->hi = out->exact ? out->bytes
+				     : out->bytes + vu_empty_upper(hv_rate(v),
+								   side_level);
 		return;
 	}
-	for (; *s; s++) {
-		unsigned c = *s;
-		if (c == ';')
-			c = ':';
-		else if (c < 0x20 || c == 0x7f)
-			c = '?';
-		fputc((int)c, out);
-	}
+	hv_stat s = *st;
+	hv_stat_finish(&s, side_level);
+	out->bytes = s.bytes;
+	out->var_bytes = s.var_bytes;
+	out->samples = s.samples;
+	out->exact = s.method == HV_EXACT;
+	out->lo = s.bytes_lo;
+	out->hi = s.bytes_hi;
 }
 
-void vu_round_weights(const double *in, size_t n, uint64_t *out)
+int vu_diff_stats(const hv_view *vb, const hv_stat *b, const hv_view *vn,
+	    const hv_stat *n, double level, vu_diff *out)
 {
-	double prefix = 0;
-	uint64_t emitted = 0;
-	for (size_t i = 0; i < n; i++) {
-		double x = in[i];
-		if (x > 0 && isfinite(x))
-			prefix += x;
-		/* prefix only grows, so the rounded prefix never falls below
-		 * what was already emitted. */
-		double r = floor(prefix + 0.5);
-		uint64_t target = r >= 18446744073709551615.0
-					  ? UINT64_MAX
-					  : (uint64_t)r;
-		out[i] = target - emitted;
-		emitted = target;
-	}
+	vu_side sb, sn;
+	vu_diff_side(vb, b, level, &sb);
+	vu_diff_side(vn, n, level, &sn);
+	return vu_diff_interval(&sb, &sn, level, out);
 }
