@@ -38,12 +38,15 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "config.h" /* the runtime's option table */
 #include "report.h"
 
 #define PRELOAD_NAME "liballocprof_preload.so"
 
 static void usage(FILE *out)
 {
+	rt_options defaults;
+	rt_options_default(&defaults);
 	fprintf(out,
 		"usage: allocprof run [OPTIONS] [--] CMD [ARGS...]\n"
 		"\n"
@@ -56,7 +59,7 @@ static void usage(FILE *out)
 		"                        default 524288)\n"
 		"  -o, --output PATTERN  profile file name; %%p = pid, %%t = time,\n"
 		"                        %%n = sequence number (default\n"
-		"                        allocprof.%%p.pb.gz, or .heap for heap_v2)\n"
+		"                        %s, or .heap for heap_v2)\n"
 		"      --format FMT      pprof (gzip'd protobuf, default) or heap_v2\n"
 		"                        (jemalloc text, read by jeprof)\n"
 		"  -e, --option KEY=VAL  any other runtime option (repeatable), e.g.\n"
@@ -66,7 +69,8 @@ static void usage(FILE *out)
 		"\n"
 		"ALLOCPROF_OPTIONS from the environment is kept; options given here\n"
 		"override its keys. The exit status is the command's (128+N if it\n"
-		"died of signal N, 127 if it was not found, 126 if not executable).\n");
+		"died of signal N, 127 if it was not found, 126 if not executable).\n",
+		rt_output_pattern(&defaults));
 }
 
 /* ---- locating the runtime ---------------------------------------------- */
@@ -138,45 +142,6 @@ static int sb_option(struct strbuf *b, const char *key, const char *value)
 	if (sb_append(b, key, strlen(key)) || sb_append(b, "=", 1))
 		return -1;
 	return sb_append(b, value, strlen(value));
-}
-
-/*
- * The last value of key in a "k=v,k=v" string, copied into out (trimmed of
- * spaces and tabs like the runtime's parser does). false when absent.
- */
-static bool option_value(const char *opts, const char *key, char *out,
-			 size_t cap)
-{
-	bool found = false;
-	size_t klen = strlen(key);
-	for (const char *p = opts; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		const char *k = p;
-		while (k < p + n && (*k == ' ' || *k == '\t'))
-			k++;
-		const char *eq = memchr(k, '=', (size_t)(p + n - k));
-		if (eq) {
-			const char *ke = eq;
-			while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-				ke--;
-			if ((size_t)(ke - k) == klen && !memcmp(k, key, klen)) {
-				const char *v = eq + 1, *ve = p + n;
-				while (v < ve && (*v == ' ' || *v == '\t'))
-					v++;
-				while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-					ve--;
-				size_t vn = (size_t)(ve - v);
-				if (vn >= cap)
-					vn = cap - 1;
-				memcpy(out, v, vn);
-				out[vn] = 0;
-				found = true;
-			}
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return found;
 }
 
 /* An output pattern made absolute against the current directory. */
@@ -459,36 +424,15 @@ struct run_opts {
 };
 
 /*
- * A rate: a positive integer of bytes, optionally with one of the runtime's
- * suffixes k, m, g, t (powers of 1024), which it parses itself.
- */
-static bool valid_rate(const char *s)
-{
-	char digits[32];
-	size_t n = strlen(s);
-	if (n && strchr("kKmMgGtT", s[n - 1]))
-		n--;
-	uint64_t v;
-	if (n == 0 || n >= sizeof digits)
-		return false;
-	memcpy(digits, s, n);
-	digits[n] = 0;
-	return ap_cli_parse_u64(digits, &v) == 0 && v > 0;
-}
-
-/*
- * Check and store one of the keys run handles itself (rate, output,
- * format), whether given as its own flag or with -e. -1 when key is not
- * one of them, 0 when stored, AP_EXIT_USAGE (after a message) when bad.
+ * Store one of the keys run handles itself (rate, output, format), whether
+ * given as its own flag or with -e. -1 when key is not one of them, 0 when
+ * stored, AP_EXIT_USAGE (after a message) for an output pattern that cannot
+ * be passed on. Values are checked later, with every other key, by the
+ * runtime's own option table (check_options).
  */
 static int set_known(struct run_opts *o, const char *key, const char *value)
 {
 	if (!strcmp(key, "rate")) {
-		if (!valid_rate(value)) {
-			ap_cli_error("bad rate '%s': expected a positive number "
-				     "of bytes (suffix k, m, g allowed)", value);
-			return AP_EXIT_USAGE;
-		}
 		o->rate = value;
 	} else if (!strcmp(key, "output")) {
 		if (!*value || strchr(value, ',')) {
@@ -498,11 +442,6 @@ static int set_known(struct run_opts *o, const char *key, const char *value)
 		}
 		o->output = value;
 	} else if (!strcmp(key, "format")) {
-		if (strcmp(value, "pprof") && strcmp(value, "heap_v2")) {
-			ap_cli_error("bad format '%s': expected pprof or heap_v2",
-				     value);
-			return AP_EXIT_USAGE;
-		}
 		o->format = value;
 	} else {
 		return -1;
@@ -569,30 +508,20 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 	return 0;
 }
 
-/* Build ALLOCPROF_OPTIONS; *pattern gets the absolute output pattern. */
-static int compose_options(const struct run_opts *o, struct strbuf *b,
-			   char *pattern, size_t cap, bool *pprof)
+/*
+ * ALLOCPROF_OPTIONS for the child: the user's own value, then the keys
+ * given here (later keys win in the runtime's parser). output is the given
+ * pattern (NULL: none added).
+ */
+static int build_options(const struct run_opts *o, const char *output,
+			 struct strbuf *b)
 {
 	const char *user = getenv("ALLOCPROF_OPTIONS");
-	char fmt[64] = "pprof", out[PATH_MAX];
 	if (user && *user && sb_append(b, user, strlen(user)))
 		return -1;
-	option_value(user, "format", fmt, sizeof fmt);
-	if (o->format)
-		snprintf(fmt, sizeof fmt, "%s", o->format);
-	*pprof = strcmp(fmt, "heap_v2") != 0;
-	const char *rel = o->output;
-	if (!rel && option_value(user, "output", out, sizeof out))
-		rel = out;
-	if (!rel)
-		rel = *pprof ? "allocprof.%p.pb.gz" : "allocprof.%p.heap";
-	if (absolute_pattern(rel, pattern, cap)) {
-		ap_cli_error("output pattern too long or no current directory");
-		return -1;
-	}
 	if ((o->rate && sb_option(b, "rate", o->rate)) ||
 	    (o->format && sb_option(b, "format", o->format)) ||
-	    sb_option(b, "output", pattern))
+	    (output && sb_option(b, "output", output)))
 		return -1;
 	for (size_t i = 0; i < o->nextra; i++) {
 		if (b->len && sb_append(b, ",", 1))
@@ -601,6 +530,48 @@ static int compose_options(const struct run_opts *o, struct strbuf *b,
 			return -1;
 	}
 	return 0;
+}
+
+/* The runtime's own message for a bad option, word for word (runtime.c
+ * prints "allocprof: ALLOCPROF_OPTIONS: ..." at start-up). */
+static void option_error(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "allocprof: ALLOCPROF_OPTIONS: %s\n", msg);
+}
+
+/*
+ * Check every option with the runtime's table (src/preload/config.c), so
+ * a key or value the runtime would reject stops the run before the program
+ * starts, with the runtime's message. Fills *parsed. 0, or the number of
+ * problems (each reported on its own line).
+ */
+static int check_options(const struct run_opts *o, rt_options *parsed)
+{
+	struct strbuf b = {0};
+	int rc = build_options(o, o->output, &b);
+	if (rc) {
+		ap_cli_error("out of memory");
+		return 1;
+	}
+	rt_options_default(parsed);
+	rc = rt_options_parse(parsed, b.s, option_error, NULL);
+	free(b.s);
+	return rc;
+}
+
+/* Build ALLOCPROF_OPTIONS; *pattern gets the absolute output pattern. */
+static int compose_options(const struct run_opts *o, const rt_options *parsed,
+			   struct strbuf *b, char *pattern, size_t cap,
+			   bool *pprof)
+{
+	*pprof = parsed->format != RT_FORMAT_HEAPV2;
+	/* The user's output= or the runtime's default for the format. */
+	if (absolute_pattern(rt_output_pattern(parsed), pattern, cap)) {
+		ap_cli_error("output pattern too long or no current directory");
+		return -1;
+	}
+	return build_options(o, pattern, b);
 }
 
 int ap_cmd_run(int argc, char **argv)
@@ -617,6 +588,11 @@ int ap_cmd_run(int argc, char **argv)
 		free(o.extra);
 		return rc < 0 ? AP_EXIT_OK : rc;
 	}
+	rt_options parsed;
+	if (check_options(&o, &parsed)) {
+		free(o.extra);
+		return AP_EXIT_USAGE;
+	}
 	char lib[PATH_MAX], pattern[PATH_MAX], globpat[2 * PATH_MAX];
 	if (find_preload(lib, sizeof lib)) {
 		ap_cli_error("cannot find %s beside this executable or in %s",
@@ -632,7 +608,8 @@ int ap_cmd_run(int argc, char **argv)
 	}
 	struct strbuf opts = {0};
 	bool pprof = true;
-	if (compose_options(&o, &opts, pattern, sizeof pattern, &pprof) ||
+	if (compose_options(&o, &parsed, &opts, pattern, sizeof pattern,
+			    &pprof) ||
 	    pattern_to_glob(pattern, globpat, sizeof globpat)) {
 		ap_cli_error("cannot compose ALLOCPROF_OPTIONS");
 		free(opts.s);
