@@ -1,6 +1,7 @@
 /*
  * diff_test.c: the difference intervals of allocprof diff and the folded
- * helpers (src/cli/views_util.c, from the command's object library).
+ * helpers (src/cli/diffstat.c, folded.c and text.c, from the command's
+ * object library).
  * The statistical behaviour over many runs (no false alarms at the nominal
  * rate, a doubled site found) is tests/stats/diff_*_test.c.
  */

@@ -317,6 +317,32 @@ AP_TEST(an_empty_graph_is_still_a_document)
 	ap_fg_destroy(g);
 }
 
+AP_TEST(script_is_embedded_and_its_hint_matches_the_details_line)
+{
+	ap_fg *g = ap_fg_create(0, NULL);
+	AP_CHECK(g);
+	AP_CHECK_EQ_INT(add3(g, "main", NULL, NULL, 1), 0);
+	char *svg = render(g, NULL);
+	AP_CHECK(svg);
+	/* flamegraph.js is embedded without its leading // description. */
+	const char *script = strstr(svg, "<script type=\"text/ecmascript\"><![CDATA[\n");
+	AP_CHECK(script);
+	AP_CHECK(script && !strncmp(strchr(script, '\n') + 1, "(function () {\n", 15));
+	AP_CHECK(!strstr(svg, "// flamegraph.js"));
+	/* The hint the C side writes into #details is the script's HINT. */
+	const char *d = strstr(svg, "<text id=\"details\"");
+	AP_CHECK(d);
+	if (d) {
+		d = strchr(d, '>') + 1;
+		const char *end = strstr(d, "</text>");
+		char want[256];
+		snprintf(want, sizeof want, "var HINT = '%.*s';\n", (int)(end - d), d);
+		AP_CHECK_MSG(end - d > 10 && strstr(svg, want), "%s", want);
+	}
+	free(svg);
+	ap_fg_destroy(g);
+}
+
 AP_TEST(labels_are_truncated_to_fit_their_frame)
 {
 	ap_fg *g = ap_fg_create(0, NULL);
