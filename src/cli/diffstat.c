@@ -16,6 +16,7 @@
 #include "diffstat.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "allocprof/common.h"
@@ -122,4 +123,88 @@ int vu_diff_stats(const hv_view *vb, const hv_stat *b, const hv_view *vn,
 	vu_diff_side(vb, b, level, &sb);
 	vu_diff_side(vn, n, level, &sn);
 	return vu_diff_interval(&sb, &sn, level, out);
+}
+
+/* ---- joining two views site by site --------------------------------- */
+
+static int cmp_site_name(const void *a, const void *b)
+{
+	return strcmp((*(const hv_site *const *)a)->name,
+		      (*(const hv_site *const *)b)->name);
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	const vu_row *x = a, *y = b;
+	/* NaN (a corrupt statistic) sorts as no change: qsort needs a
+	 * consistent order. */
+	double ax = isnan(x->d.change) ? 0 : fabs(x->d.change);
+	double ay = isnan(y->d.change) ? 0 : fabs(y->d.change);
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int row_diff(vu_join *r, const hv_stat *b, const hv_stat *n,
+		    vu_diff *d)
+{
+	return vu_diff_stats(r->vb, b, r->vn, n, r->level, d);
+}
+
+/* Sorted-merge join of the two site lists by name. */
+int vu_join_views(const hv_view *vb, const hv_view *vn, double level,
+		  vu_join *r)
+{
+	memset(r, 0, sizeof *r);
+	r->vb = vb;
+	r->vn = vn;
+	r->level = level;
+	size_t nb = hv_nsites(r->vb), nn = hv_nsites(r->vn);
+	const hv_site **sb = malloc((nb + 1) * sizeof *sb);
+	const hv_site **sn = malloc((nn + 1) * sizeof *sn);
+	r->rows = calloc(nb + nn + 1, sizeof *r->rows);
+	if (!sb || !sn || !r->rows) {
+		free(sb);
+		free(sn);
+		return -1;
+	}
+	for (size_t i = 0; i < nb; i++)
+		sb[i] = hv_site_at(r->vb, i);
+	for (size_t i = 0; i < nn; i++)
+		sn[i] = hv_site_at(r->vn, i);
+	qsort(sb, nb, sizeof *sb, cmp_site_name);
+	qsort(sn, nn, sizeof *sn, cmp_site_name);
+	size_t i = 0, j = 0;
+	while (i < nb || j < nn) {
+		vu_row *row = &r->rows[r->nrows++];
+		int c = i == nb ? 1 : j == nn ? -1
+					       : strcmp(sb[i]->name, sn[j]->name);
+		const hv_site *either = c <= 0 ? sb[i] : sn[j];
+		row->base = c <= 0 ? sb[i++] : NULL;
+		row->nw = c >= 0 ? sn[j++] : NULL;
+		row->name = either->name;
+		if (row_diff(r, row->base ? &row->base->stat : NULL,
+			     row->nw ? &row->nw->stat : NULL, &row->d)) {
+			/* A statistic that cannot be turned into an interval
+			 * (NaN sums) is shown without one, never dropped. */
+			row->d.lo = row->d.hi = (double)NAN;
+		}
+	}
+	free(sb);
+	free(sn);
+	qsort(r->rows, r->nrows, sizeof *r->rows, cmp_change);
+	r->total_base = *hv_total(r->vb);
+	r->total_new = *hv_total(r->vn);
+	r->total.name = "total";
+	if (row_diff(r, &r->total_base, &r->total_new, &r->total.d))
+		r->total.d.lo = r->total.d.hi = (double)NAN;
+	return 0;
+}
+
+
+void vu_join_free(vu_join *j)
+{
+	free(j->rows);
+	j->rows = NULL;
+	j->nrows = 0;
 }

@@ -1,8 +1,9 @@
 /*
  * diffstat.h: the arithmetic behind allocprof diff and the differential
  * flame graph: the confidence interval of a difference between two
- * independent estimates, the "nothing sampled" upper bound, and the sides
- * of a difference taken from heap views (heapview.h).
+ * independent estimates, the "nothing sampled" upper bound, the sides of a
+ * difference taken from heap views (heapview.h), and the site-by-site join
+ * of two views that allocprof diff prints.
  */
 #ifndef ALLOCPROF_CLI_DIFFSTAT_H
 #define ALLOCPROF_CLI_DIFFSTAT_H
@@ -76,5 +77,31 @@ void vu_diff_side(const hv_view *v, const hv_stat *st, double level,
  * with its interval at level (vu_diff_interval's rule). 0 or AP_EINVAL. */
 int vu_diff_stats(const hv_view *vb, const hv_stat *b, const hv_view *vn,
 		  const hv_stat *n, double level, vu_diff *out);
+
+/* One site of two views: either side may be missing (NULL). */
+typedef struct vu_row {
+	const char *name;
+	const hv_site *base, *nw;
+	vu_diff d; /* NEW - BASE; lo, hi NaN when no interval can be given */
+} vu_row;
+
+/* The sites of BASE and NEW matched by name, and their totals. */
+typedef struct vu_join {
+	const hv_view *vb, *vn;
+	double level;
+	vu_row *rows;   /* by the size of the change, largest first */
+	size_t nrows;
+	vu_row total;   /* the change of the totals */
+	hv_stat total_base, total_new;
+} vu_join;
+
+/*
+ * Join the sites of vb and vn by display name (a site missing on one side
+ * counts as 0 there, with vu_diff_side's bound) and compute each change at
+ * level. 0, or -1 when out of memory. Free with vu_join_free.
+ */
+int vu_join_views(const hv_view *vb, const hv_view *vn, double level,
+		  vu_join *out);
+void vu_join_free(vu_join *j);
 
 #endif
