@@ -1,19 +1,20 @@
 /*
  * cmd_run.c: `allocprof run`, an unmodified program under the heap profiler.
  *
- * It finds liballocprof_preload.so (beside this executable, else in the
- * install prefix), prepends it to LD_PRELOAD, composes ALLOCPROF_OPTIONS
- * from the user's own value plus the command line (later keys win, so the
- * command line overrides the environment), runs the command with
- * fork/execvp and forwards SIGINT, SIGTERM and SIGHUP sent to allocprof
- * (not the terminal's SIGINT, which the child already receives as part of
- * the foreground process group; signals ignored at start, as under nohup,
- * stay ignored). Its exit status is the child's (128+N for a
- * death by signal N; 127 when the command is not found, 126 when it cannot
- * be executed). At the end a short summary of the profiles the run wrote is
- * printed on stderr: the profile names, then the report of them (top 10
- * allocating sites, top 5 holding memory at exit; report.h's engine,
- * writing to stderr).
+ * This file reads the arguments, composes ALLOCPROF_OPTIONS from the
+ * user's own value plus the command line (later keys win, so the command
+ * line overrides the environment), checks every option with the runtime's
+ * own table before anything starts, and prints the summary. runner.h does
+ * the rest: it finds liballocprof_preload.so (beside this executable, else
+ * in the install prefix), runs the command with fork/execvp and forwards
+ * SIGINT, SIGTERM and SIGHUP sent to allocprof (not the terminal's SIGINT,
+ * which the child already receives as part of the foreground process
+ * group; signals ignored at start, as under nohup, stay ignored). The exit
+ * status is the child's (128+N for a death by signal N; 127 when the
+ * command is not found, 126 when it cannot be executed). At the end a short
+ * summary of the profiles the run wrote is printed on stderr: the profile
+ * names, then the report of them (top 10 allocating sites, top 5 holding
+ * memory at exit; report.h's engine, writing to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -21,27 +22,19 @@
  * that changes directory still writes where allocprof looks.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <glob.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
 #include "config.h" /* the runtime's option table */
 #include "report.h"
-
-#define PRELOAD_NAME "liballocprof_preload.so"
+#include "runner.h"
 
 static void usage(FILE *out)
 {
@@ -71,42 +64,6 @@ static void usage(FILE *out)
 		"override its keys. The exit status is the command's (128+N if it\n"
 		"died of signal N, 127 if it was not found, 126 if not executable).\n",
 		rt_output_pattern(&defaults));
-}
-
-/* ---- locating the runtime ---------------------------------------------- */
-
-static int find_preload(char *out, size_t cap)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			if ((size_t)snprintf(out, cap, "%s/%s", exe,
-					     PRELOAD_NAME) < cap &&
-			    access(out, R_OK) == 0)
-				return 0;
-#ifdef AP_INSTALL_RELLIBDIR
-			/* An installed tree moved as a whole (--prefix at
-			 * install time, a package unpacked elsewhere):
-			 * PREFIX/bin/allocprof beside PREFIX/lib. */
-			if ((size_t)snprintf(out, cap, "%s/../%s/%s", exe,
-					     AP_INSTALL_RELLIBDIR,
-					     PRELOAD_NAME) < cap &&
-			    access(out, R_OK) == 0)
-				return 0;
-#endif
-		}
-	}
-#ifdef AP_INSTALL_LIBDIR
-	if ((size_t)snprintf(out, cap, "%s/%s", AP_INSTALL_LIBDIR,
-			     PRELOAD_NAME) < cap &&
-	    access(out, R_OK) == 0)
-		return 0;
-#endif
-	return -1;
 }
 
 /* ---- ALLOCPROF_OPTIONS -------------------------------------------------- */
@@ -153,236 +110,6 @@ static int absolute_pattern(const char *pattern, char *out, size_t cap)
 	if (!getcwd(cwd, sizeof cwd))
 		return -1;
 	return (size_t)snprintf(out, cap, "%s/%s", cwd, pattern) < cap ? 0 : -1;
-}
-
-/* ---- finding the profiles a run wrote ----------------------------------- */
-
-/*
- * The glob matching every file name the runtime can make from pattern:
- * %p, %t and %n (and any other conversion) become *, %% a literal %, and
- * glob's own metacharacters are escaped.
- */
-static int pattern_to_glob(const char *pattern, char *out, size_t cap)
-{
-	size_t n = 0;
-	for (const char *p = pattern; *p; p++) {
-		char buf[3];
-		size_t k = 0;
-		if (*p == '%' && p[1] == '%') {
-			buf[k++] = '%';
-			p++;
-		} else if (*p == '%' && p[1]) {
-			buf[k++] = '*';
-			p++;
-		} else if (strchr("*?[]\\", *p)) {
-			buf[k++] = '\\';
-			buf[k++] = *p;
-		} else {
-			buf[k++] = *p;
-		}
-		if (n + k + 1 > cap)
-			return -1;
-		memcpy(out + n, buf, k);
-		n += k;
-	}
-	out[n] = 0;
-	return 0;
-}
-
-struct seen {
-	char **paths;
-	struct timespec *mtimes;
-	size_t n;
-};
-
-static void seen_free(struct seen *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->paths[i]);
-	free(s->paths);
-	free(s->mtimes);
-	memset(s, 0, sizeof *s);
-}
-
-static int seen_scan(const char *globpat, struct seen *s)
-{
-	glob_t g;
-	memset(s, 0, sizeof *s);
-	int rc = glob(globpat, 0, NULL, &g);
-	if (rc == GLOB_NOMATCH)
-		return 0;
-	if (rc)
-		return -1;
-	s->paths = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->paths);
-	s->mtimes = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->mtimes);
-	if (!s->paths || !s->mtimes) {
-		globfree(&g);
-		seen_free(s);
-		return -1;
-	}
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		struct stat st;
-		if (stat(g.gl_pathv[i], &st) || !S_ISREG(st.st_mode))
-			continue;
-		s->paths[s->n] = strdup(g.gl_pathv[i]);
-		if (!s->paths[s->n]) {
-			globfree(&g);
-			seen_free(s);
-			return -1;
-		}
-		s->mtimes[s->n++] = st.st_mtim;
-	}
-	globfree(&g);
-	return 0;
-}
-
-/* Remove from after the files that are unchanged since before. */
-static void seen_subtract(struct seen *after, const struct seen *before)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < after->n; i++) {
-		bool old = false;
-		for (size_t j = 0; j < before->n && !old; j++)
-			old = !strcmp(after->paths[i], before->paths[j]) &&
-			      after->mtimes[i].tv_sec == before->mtimes[j].tv_sec &&
-			      after->mtimes[i].tv_nsec == before->mtimes[j].tv_nsec;
-		if (old) {
-			free(after->paths[i]);
-			continue;
-		}
-		after->paths[k] = after->paths[i];
-		after->mtimes[k++] = after->mtimes[i];
-	}
-	after->n = k;
-}
-
-/* ---- running the child ------------------------------------------------- */
-
-static volatile sig_atomic_t child_pid;
-
-/*
- * Forward a signal sent to allocprof by a process (kill, a supervisor).
- * SIGINT from the terminal (si_code SI_KERNEL) already went to the whole
- * foreground process group, the child included: do not send it twice.
- */
-static void forward_signal(int sig, siginfo_t *info, void *uctx)
-{
-	(void)uctx;
-	if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
-		kill((pid_t)child_pid, sig);
-}
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-
-static int set_preload(const char *lib)
-{
-	const char *old = getenv("LD_PRELOAD");
-	struct strbuf b = {0};
-	int rc = sb_append(&b, lib, strlen(lib));
-	if (!rc && old && *old)
-		rc = sb_append(&b, " ", 1) || sb_append(&b, old, strlen(old));
-	if (!rc)
-		rc = setenv("LD_PRELOAD", b.s, 1);
-	free(b.s);
-	return rc;
-}
-
-/*
- * Start argv[0] with the runtime preloaded and wait for it. Returns the exit
- * status to pass on; *started tells whether the program ran at all, *signo
- * the signal that killed it (0 if none).
- */
-static int run_child(char **argv, const char *lib, const char *options,
-		     bool *started, int *signo)
-{
-	int pipefd[2];
-	sigset_t block, oldmask;
-	*started = false;
-	*signo = 0;
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		ap_cli_error("pipe: %s", strerror(errno));
-		return 126;
-	}
-	sigemptyset(&block);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaddset(&block, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &block, &oldmask);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		ap_cli_error("fork: %s", strerror(e));
-		return 126;
-	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		int e = 0;
-		if (set_preload(lib) || setenv("ALLOCPROF_OPTIONS", options, 1))
-			e = errno ? errno : ENOMEM;
-		else
-			execvp(argv[0], argv);
-		if (!e)
-			e = errno;
-		ssize_t w = write(pipefd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	close(pipefd[1]);
-	child_pid = pid;
-	struct sigaction sa, old[NFORWARDED];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFORWARDED; i++) {
-		/* A signal ignored when we started (nohup, a script's background
-		 * job) stays ignored, as it is in the child. */
-		sigaction(forwarded[i], NULL, &old[i]);
-		if (old[i].sa_handler != SIG_IGN)
-			sigaction(forwarded[i], &sa, NULL);
-	}
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-
-	int exec_errno = 0;
-	ssize_t r;
-	do
-		r = read(pipefd[0], &exec_errno, sizeof exec_errno);
-	while (r < 0 && errno == EINTR);
-	close(pipefd[0]);
-
-	int st = 0;
-	pid_t w;
-	do
-		w = waitpid(pid, &st, 0);
-	while (w < 0 && errno == EINTR);
-	child_pid = 0;
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &old[i], NULL);
-
-	if (r == (ssize_t)sizeof exec_errno) {
-		if (exec_errno == ENOENT) {
-			ap_cli_error("%s: command not found", argv[0]);
-			return 127;
-		}
-		ap_cli_error("%s: cannot execute: %s", argv[0],
-			     strerror(exec_errno));
-		return 126;
-	}
-	*started = true;
-	if (w < 0) {
-		ap_cli_error("waitpid: %s", strerror(errno));
-		return 126;
-	}
-	if (WIFSIGNALED(st)) {
-		*signo = WTERMSIG(st);
-		return 128 + WTERMSIG(st);
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
 }
 
 /* ---- the summary --------------------------------------------------------- */
@@ -594,9 +321,9 @@ int ap_cmd_run(int argc, char **argv)
 		return AP_EXIT_USAGE;
 	}
 	char lib[PATH_MAX], pattern[PATH_MAX], globpat[2 * PATH_MAX];
-	if (find_preload(lib, sizeof lib)) {
+	if (runner_find_preload(lib, sizeof lib)) {
 		ap_cli_error("cannot find %s beside this executable or in %s",
-			     PRELOAD_NAME,
+			     RUNNER_PRELOAD_NAME,
 #ifdef AP_INSTALL_LIBDIR
 			     AP_INSTALL_LIBDIR
 #else
@@ -610,21 +337,21 @@ int ap_cmd_run(int argc, char **argv)
 	bool pprof = true;
 	if (compose_options(&o, &parsed, &opts, pattern, sizeof pattern,
 			    &pprof) ||
-	    pattern_to_glob(pattern, globpat, sizeof globpat)) {
+	    runner_pattern_glob(pattern, globpat, sizeof globpat)) {
 		ap_cli_error("cannot compose ALLOCPROF_OPTIONS");
 		free(opts.s);
 		free(o.extra);
 		return AP_EXIT_USAGE;
 	}
-	struct seen before, after;
-	if (seen_scan(globpat, &before))
+	runner_files before, after;
+	if (runner_files_scan(globpat, &before))
 		memset(&before, 0, sizeof before);
 	bool started;
 	int signo;
-	int status = run_child(argv + cmd, lib, opts.s, &started, &signo);
+	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
 	if (started && !o.quiet) {
-		if (seen_scan(globpat, &after) == 0) {
-			seen_subtract(&after, &before);
+		if (runner_files_scan(globpat, &after) == 0) {
+			runner_files_subtract(&after, &before);
 			if (after.n)
 				print_summary(after.paths, after.n, pprof);
 			else if (signo)
@@ -634,10 +361,10 @@ int ap_cmd_run(int argc, char **argv)
 			else
 				ap_cli_error("no profile was written (pattern %s)",
 					     pattern);
-			seen_free(&after);
+			runner_files_free(&after);
 		}
 	}
-	seen_free(&before);
+	runner_files_free(&before);
 	free(opts.s);
 	free(o.extra);
 	return status;
