@@ -1,6 +1,6 @@
 /*
- * cli_util.c: error reporting, strict number parsing and file I/O for the
- * allocprof subcommands (see cli_util.h).
+ * cli_util.c: error reporting, strict number parsing, file I/O and the byte
+ * formatter of the allocprof command (see cli_util.h).
  */
 #define _GNU_SOURCE
 #include "cli_util.h"
@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,45 @@ void ap_cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+void ap_cli_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void ap_cli_format_bytes(double b, ap_bytes_style style, char *buf, size_t n)
+{
+	static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
+					    "TiB", "PiB", "EiB"};
+	/* The short style's column stops at PiB (wider numbers then), the
+	 * fixed style's at EiB. */
+	bool fixed = style == AP_BYTES_FIXED;
+	size_t last = fixed ? 6 : 5;
+	if (!isfinite(b)) {
+		snprintf(buf, n, "%s", !fixed ? "?" : isnan(b) ? "n/a" : "inf");
+		return;
+	}
+	double a = fixed ? fabs(b) : b;
+	if (a < (fixed ? 1024 : 10240)) {
+		snprintf(buf, n, "%.0f B", b);
+		return;
+	}
+	size_t u = 0;
+	while (a >= 1024 && u < last) {
+		a /= 1024;
+		u++;
+	}
+	if (fixed)
+		snprintf(buf, n, "%s%.2f %s", b < 0 ? "-" : "", a, units[u]);
+	else
+		snprintf(buf, n, a < 10 ? "%.2f %s" : a < 100 ? "%.1f %s" : "%.0f %s",
+			 a, units[u]);
 }
 
 int ap_cli_parse_u64(const char *s, uint64_t *out)

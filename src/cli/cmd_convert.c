@@ -11,10 +11,8 @@
  *   json     the whole profile as one JSON object: sample types, period,
  *            every sample with its symbolized stack, values and labels.
  * Output is written atomically (a temporary file, then rename); "-o -"
- * writes to stdout.
- *
- * Reading is here too (heapview.h hv_load_profiles, hv_load_symbolized):
- * pprof, gzip'd or not, and heap_v2 text recognised by its header.
+ * writes to stdout. Reading is profload.h's: pprof or heap_v2 text, each
+ * plain or gzip'd.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,104 +27,10 @@
 #include "allocprof/heapv2.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "folded.h"
 #include "heapview.h"
 #include "json.h"
-#include "symbolize.h"
-#include "views_cli.h"
-
-/* Without symbolize.c linked in (unit tests), profiles keep addresses. */
-#pragma weak sym_symbolize_profile
-#pragma weak sym_options_default
-
-/* ---- loading --------------------------------------------------------- */
-
-static int load_one(const char *path, ap_profile **out, char *err,
-		    size_t errlen)
-{
-	unsigned char *buf;
-	size_t len;
-	char why[256] = "";
-	if (ap_read_file(path, &buf, &len)) {
-		hv_seterr(err, errlen, "%s: %s", path, strerror(errno));
-		return AP_EIO;
-	}
-	if (len == 0) {
-		free(buf);
-		hv_seterr(err, errlen, "%s: empty file, not a profile", path);
-		return AP_ECORRUPT;
-	}
-	/* jemalloc/gperftools text profiles are recognised by their header */
-	bool text = (len > 8 && !memcmp(buf, "heap_v2/", 8)) ||
-		    (len > 13 && !memcmp(buf, "heap profile:", 13));
-	int rc = text ? ap_heapv2_decode(buf, len, NULL, out, why, sizeof why)
-		      : ap_pprof_decode(buf, len, NULL, out, why, sizeof why);
-	free(buf);
-	if (rc) {
-		hv_seterr(err, errlen, "%s: not a valid %s profile: %s", path,
-		       text ? "heap_v2" : "pprof", why[0] ? why : ap_strerror(rc));
-		return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
-	}
-	if (ap_profile_find_sample_type(*out, AP_ST_ALLOC_SPACE) < 0 &&
-	    ap_profile_find_sample_type(*out, AP_ST_INUSE_SPACE) < 0) {
-		char types[160] = "";
-		size_t used = 0;
-		for (size_t i = 0; i < (*out)->nsample_types && used < 120; i++)
-			used += (size_t)snprintf(
-				types + used, sizeof types - used, "%s%s/%s",
-				i ? ", " : "",
-				ap_profile_string(*out, (*out)->sample_types[i].type),
-				ap_profile_string(*out, (*out)->sample_types[i].unit));
-		hv_seterr(err, errlen,
-		       "%s: not a heap profile (sample types: %s)", path,
-		       types[0] ? types : "none");
-		ap_profile_destroy(*out);
-		*out = NULL;
-		return AP_ECORRUPT;
-	}
-	return 0;
-}
-
-int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
-		     char *err, size_t errlen)
-{
-	ap_profile **ps = calloc(n ? n : 1, sizeof *ps);
-	int rc = ps ? 0 : AP_ENOMEM;
-	*out = NULL;
-	if (!n) {
-		hv_seterr(err, errlen, "no profile given");
-		rc = AP_EINVAL;
-	}
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = load_one(paths[i], &ps[i], err, errlen);
-	if (!rc && n == 1) {
-		*out = ps[0];
-		ps[0] = NULL;
-	} else if (!rc) {
-		rc = hv_profile_merge(ps, n, out, err, errlen);
-	}
-	for (size_t i = 0; ps && i < n; i++)
-		ap_profile_destroy(ps[i]);
-	free(ps);
-	return rc;
-}
-
-int hv_load_symbolized(const char *const *paths, size_t n, bool symbolize,
-		       ap_profile **out, char *err, size_t errlen)
-{
-	ap_profile *p = NULL, *sp = NULL;
-	int rc = hv_load_profiles(paths, n, &p, err, errlen);
-	if (rc || !symbolize || !sym_symbolize_profile) {
-		*out = p;
-		return rc;
-	}
-	sym_options so;
-	sym_options_default(&so);
-	rc = sym_symbolize_profile(p, &so, &sp, NULL, err, errlen);
-	ap_profile_destroy(p);
-	*out = rc ? NULL : sp;
-	return rc;
-}
-
+#include "profload.h"
 
 static void convert_usage(FILE *f)
 {
@@ -169,7 +73,7 @@ static int emit(const char *path, const void *buf, size_t len)
 	return AP_EXIT_OK;
 }
 
-/* The same folded lines as `allocprof folded` (vc_write_folded: sanitised
+/* The same folded lines as `allocprof folded` (folded_write: sanitised
  * frames, merged stacks, weights summing to the rounded total). */
 static int to_folded(const ap_profile *p, hv_kind kind, FILE *f, char *err,
 		     size_t errlen)
@@ -182,7 +86,7 @@ static int to_folded(const ap_profile *p, hv_kind kind, FILE *f, char *err,
 	int rc = hv_build(p, &o, &v, err, errlen);
 	if (rc)
 		return rc;
-	if (vc_write_folded(v, f)) {
+	if (folded_write(v, f)) {
 		snprintf(err, errlen, "writing folded stacks: %s", strerror(errno));
 		rc = AP_EIO;
 	}

@@ -6,8 +6,8 @@
  * Both profiles are loaded into views with the same options, sites are
  * matched by their display key (function, function + line, or whole
  * stack), and a site missing on one side counts as zero there, with the
- * honest caveat that "no sample" only bounds it (views_util.h,
- * vu_empty_upper). The interval method is views_util.c's: normal with added
+ * honest caveat that "no sample" only bounds it (diffstat.h,
+ * vu_empty_upper). The interval method is diffstat.c's: normal with added
  * variances when both sides have many samples, else a conservative
  * combination of the two exact intervals at level sqrt(L).
  */
@@ -20,11 +20,11 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "flamegraph.h"
 #include "heapview.h"
 #include "json.h"
-#include "views_cli.h"
-#include "views_util.h"
+#include "cmdopts.h"
+#include "diffstat.h"
+#include "report.h"
 
 static const char diff_usage[] =
 	"usage: allocprof diff [--alloc|--inuse] [--requested|--usable]\n"
@@ -66,93 +66,13 @@ static const char diff_usage[] =
 	"\n"
 	"Exit status: 0 ok, 1 usage error, 2 unreadable or malformed profile.\n";
 
-/* One matched site: either side may be missing. */
-struct diff_row {
-	const char *name;
-	const hv_site *base, *nw;
-	vu_diff d;
-};
-
+/* The joined sites (diffstat.h) and the paths they came from. */
 struct diff_run {
-	const hv_view *vb, *vn;
+	vu_join j;
 	const char *base_path, *new_path;
-	double level;
-	struct diff_row *rows;
-	size_t nrows;
-	struct diff_row total;
-	hv_stat total_base, total_new;
 };
 
-static int cmp_site_name(const void *a, const void *b)
-{
-	return strcmp((*(const hv_site *const *)a)->name,
-		      (*(const hv_site *const *)b)->name);
-}
-
-static int cmp_change(const void *a, const void *b)
-{
-	const struct diff_row *x = a, *y = b;
-	/* NaN (a corrupt statistic) sorts as no change: qsort needs a
-	 * consistent order. */
-	double ax = isnan(x->d.change) ? 0 : fabs(x->d.change);
-	double ay = isnan(y->d.change) ? 0 : fabs(y->d.change);
-	if (ax != ay)
-		return ax > ay ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static int row_diff(struct diff_run *r, const hv_stat *b, const hv_stat *n,
-		    vu_diff *d)
-{
-	return vc_diff(r->vb, b, r->vn, n, r->level, d);
-}
-
-/* Sorted-merge join of the two site lists by name. */
-static int join_sites(struct diff_run *r)
-{
-	size_t nb = hv_nsites(r->vb), nn = hv_nsites(r->vn);
-	const hv_site **sb = malloc((nb + 1) * sizeof *sb);
-	const hv_site **sn = malloc((nn + 1) * sizeof *sn);
-	r->rows = calloc(nb + nn + 1, sizeof *r->rows);
-	if (!sb || !sn || !r->rows) {
-		free(sb);
-		free(sn);
-		return -1;
-	}
-	for (size_t i = 0; i < nb; i++)
-		sb[i] = hv_site_at(r->vb, i);
-	for (size_t i = 0; i < nn; i++)
-		sn[i] = hv_site_at(r->vn, i);
-	qsort(sb, nb, sizeof *sb, cmp_site_name);
-	qsort(sn, nn, sizeof *sn, cmp_site_name);
-	size_t i = 0, j = 0;
-	while (i < nb || j < nn) {
-		struct diff_row *row = &r->rows[r->nrows++];
-		int c = i == nb ? 1 : j == nn ? -1
-					       : strcmp(sb[i]->name, sn[j]->name);
-		const hv_site *either = c <= 0 ? sb[i] : sn[j];
-		row->base = c <= 0 ? sb[i++] : NULL;
-		row->nw = c >= 0 ? sn[j++] : NULL;
-		row->name = either->name;
-		if (row_diff(r, row->base ? &row->base->stat : NULL,
-			     row->nw ? &row->nw->stat : NULL, &row->d)) {
-			/* A statistic that cannot be turned into an interval
-			 * (NaN sums) is shown without one, never dropped. */
-			row->d.lo = row->d.hi = (double)NAN;
-		}
-	}
-	free(sb);
-	free(sn);
-	qsort(r->rows, r->nrows, sizeof *r->rows, cmp_change);
-	r->total_base = *hv_total(r->vb);
-	r->total_new = *hv_total(r->vn);
-	r->total.name = "total";
-	if (row_diff(r, &r->total_base, &r->total_new, &r->total.d))
-		r->total.d.lo = r->total.d.hi = (double)NAN;
-	return 0;
-}
-
-static bool row_shown(const struct diff_row *row, bool only_sig)
+static bool row_shown(const vu_row *row, bool only_sig)
 {
 	return !only_sig || row->d.significant;
 }
@@ -160,11 +80,11 @@ static bool row_shown(const struct diff_row *row, bool only_sig)
 static void signed_bytes(double b, char *buf, size_t n)
 {
 	char tmp[40];
-	ap_fg_format_bytes(b, tmp, sizeof tmp);
+	ap_cli_format_bytes(b, AP_BYTES_FIXED, tmp, sizeof tmp);
 	snprintf(buf, n, "%s%s", b > 0 ? "+" : "", tmp);
 }
 
-static void print_row(const struct diff_row *row, const hv_stat *b,
+static void print_row(const vu_row *row, const hv_stat *b,
 		      const hv_stat *n)
 {
 	char ch[48], lo[48], hi[48], bb[40], nb[40], rel[16], iv[112];
@@ -176,8 +96,8 @@ static void print_row(const struct diff_row *row, const hv_stat *b,
 		signed_bytes(row->d.hi, hi, sizeof hi);
 		snprintf(iv, sizeof iv, "[%s, %s]", lo, hi);
 	}
-	ap_fg_format_bytes(b ? b->bytes : 0, bb, sizeof bb);
-	ap_fg_format_bytes(n ? n->bytes : 0, nb, sizeof nb);
+	ap_cli_format_bytes(b ? b->bytes : 0, AP_BYTES_FIXED, bb, sizeof bb);
+	ap_cli_format_bytes(n ? n->bytes : 0, AP_BYTES_FIXED, nb, sizeof nb);
 	double ratio = b && b->bytes > 0 && n ? n->bytes / b->bytes : 0;
 	if (ratio >= 10) /* "+65486%" reads worse than "655x" */
 		snprintf(rel, sizeof rel, "%.0fx", ratio);
@@ -197,27 +117,27 @@ static void print_row(const struct diff_row *row, const hv_stat *b,
 
 static void print_table(const struct diff_run *r, size_t top, bool only_sig)
 {
-	const hv_options *o = hv_view_options(r->vb);
+	const hv_options *o = hv_view_options(r->j.vb);
 	printf("allocprof diff: %s bytes (%s sizes) by %s, NEW - BASE with "
 	       "%g%% intervals\n",
 	       o->view == HV_ALLOC ? "allocated" : "in-use",
-	       hv_value_name(o->value), hv_by_name(o->by), 100 * r->level);
-	printf("  base: %s (rate %.0f%s)\n", r->base_path, hv_rate(r->vb),
-	       hv_mixed_rates(r->vb) ? ", mixed" : "");
-	printf("  new:  %s (rate %.0f%s)\n", r->new_path, hv_rate(r->vn),
-	       hv_mixed_rates(r->vn) ? ", mixed" : "");
-	if (hv_view_approximate(r->vb) || hv_view_approximate(r->vn))
+	       hv_value_name(o->value), hv_by_name(o->by), 100 * r->j.level);
+	printf("  base: %s (rate %.0f%s)\n", r->base_path, hv_rate(r->j.vb),
+	       hv_mixed_rates(r->j.vb) ? ", mixed" : "");
+	printf("  new:  %s (rate %.0f%s)\n", r->new_path, hv_rate(r->j.vn),
+	       hv_mixed_rates(r->j.vn) ? ", mixed" : "");
+	if (hv_view_approximate(r->j.vb) || hv_view_approximate(r->j.vn))
 		printf("  note: a profile lacks allocprof's sample data; "
 		       "intervals are approximate\n");
 	printf("  * = the interval excludes 0: significant at %g%%\n\n",
-	       100 * r->level);
+	       100 * r->j.level);
 	char ivh[32];
-	snprintf(ivh, sizeof ivh, "%g%% interval", 100 * r->level);
+	snprintf(ivh, sizeof ivh, "%g%% interval", 100 * r->j.level);
 	printf("  %12s  %-28s %11s %11s %6s %11s  %s\n", "change", ivh, "base",
 	       "new", "rel", "samples", "site");
 	size_t shown = 0, sig = 0;
-	for (size_t i = 0; i < r->nrows; i++) {
-		const struct diff_row *row = &r->rows[i];
+	for (size_t i = 0; i < r->j.nrows; i++) {
+		const vu_row *row = &r->j.rows[i];
 		sig += row->d.significant;
 		if (!row_shown(row, only_sig) || (top && shown >= top))
 			continue;
@@ -225,9 +145,9 @@ static void print_table(const struct diff_run *r, size_t top, bool only_sig)
 			  row->nw ? &row->nw->stat : NULL);
 		shown++;
 	}
-	print_row(&r->total, &r->total_base, &r->total_new);
-	printf("\n%zu sites, %zu with a significant change", r->nrows, sig);
-	if (shown < r->nrows)
+	print_row(&r->j.total, &r->j.total_base, &r->j.total_new);
+	printf("\n%zu sites, %zu with a significant change", r->j.nrows, sig);
+	if (shown < r->j.nrows)
 		printf(" (%zu shown)", shown);
 	printf("\n");
 }
@@ -259,13 +179,13 @@ static void json_side(json_writer *w, const hv_view *v, const hv_stat *s,
 }
 
 static void json_change(json_writer *w, const struct diff_run *r,
-			const struct diff_row *row, const hv_stat *b,
+			const vu_row *row, const hv_stat *b,
 			const hv_stat *n)
 {
 	json_key(w, "base");
-	json_side(w, r->vb, b, r->level);
+	json_side(w, r->j.vb, b, r->j.level);
 	json_key(w, "new");
-	json_side(w, r->vn, n, r->level);
+	json_side(w, r->j.vn, n, r->j.level);
 	/* The interval is rounded outwards to whole bytes. */
 	json_key(w, "change");
 	json_number(w, round(row->d.change));
@@ -282,7 +202,7 @@ static void json_change(json_writer *w, const struct diff_run *r,
 }
 
 static void json_site(json_writer *w, const struct diff_run *r,
-		      const struct diff_row *row)
+		      const vu_row *row)
 {
 	const hv_site *s = row->nw ? row->nw : row->base;
 	json_begin_object(w);
@@ -320,28 +240,28 @@ static void json_profile(json_writer *w, const char *path, const hv_view *v)
 
 static int print_json(const struct diff_run *r, size_t top, bool only_sig)
 {
-	const hv_options *o = hv_view_options(r->vb);
+	const hv_options *o = hv_view_options(r->j.vb);
 	json_writer w;
 	json_init(&w, stdout);
 	json_begin_object(&w);
-	vc_json_view(&w, o);
+	report_json_view(&w, o);
 	json_key(&w, "level");
-	json_number(&w, r->level);
+	json_number(&w, r->j.level);
 	json_key(&w, "base");
-	json_profile(&w, r->base_path, r->vb);
+	json_profile(&w, r->base_path, r->j.vb);
 	json_key(&w, "new");
-	json_profile(&w, r->new_path, r->vn);
+	json_profile(&w, r->new_path, r->j.vn);
 	json_key(&w, "total");
 	json_begin_object(&w);
-	json_change(&w, r, &r->total, &r->total_base, &r->total_new);
+	json_change(&w, r, &r->j.total, &r->j.total_base, &r->j.total_new);
 	json_end_object(&w);
 	json_key(&w, "sites");
 	json_begin_array(&w);
 	size_t shown = 0;
-	for (size_t i = 0; i < r->nrows; i++) {
-		if (!row_shown(&r->rows[i], only_sig) || (top && shown >= top))
+	for (size_t i = 0; i < r->j.nrows; i++) {
+		if (!row_shown(&r->j.rows[i], only_sig) || (top && shown >= top))
 			continue;
-		json_site(&w, r, &r->rows[i]);
+		json_site(&w, r, &r->j.rows[i]);
 		shown++;
 	}
 	json_end_array(&w);
@@ -429,15 +349,12 @@ int ap_cmd_diff(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct diff_run r = {.base_path = argv[optind],
-			     .new_path = argv[optind + 1],
-			     .level = a.o.level};
+			     .new_path = argv[optind + 1]};
 	hv_view *vb = NULL, *vn = NULL;
 	if ((rc = vc_open((const char *const *)&r.base_path, 1, &a.o, &vb)) ||
 	    (rc = vc_open((const char *const *)&r.new_path, 1, &a.o, &vn)))
 		goto out;
-	r.vb = vb;
-	r.vn = vn;
-	if (join_sites(&r)) {
+	if (vu_join_views(vb, vn, a.o.level, &r.j)) {
 		ap_cli_error("out of memory");
 		rc = AP_EXIT_INPUT;
 		goto out;
@@ -453,7 +370,7 @@ int ap_cmd_diff(int argc, char **argv)
 		rc = AP_EXIT_INPUT;
 	}
 out:
-	free(r.rows);
+	vu_join_free(&r.j);
 	hv_destroy(vb);
 	hv_destroy(vn);
 	return rc;

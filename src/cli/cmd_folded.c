@@ -3,7 +3,7 @@
  * format FlameGraph, speedscope and inferno read (docs/FORMATS.md): one line per
  * unique stack, frames root first joined by ';', a space and an integer
  * weight, here the estimated bytes of the view. The writer is
- * vc_write_folded (views_cli.h).
+ * folded_write (folded.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,8 +14,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "cmdopts.h"
+#include "folded.h"
 #include "heapview.h"
-#include "views_cli.h"
 
 static const char folded_usage[] =
 	"usage: allocprof folded [--alloc|--inuse] [--requested|--usable]\n"
@@ -72,7 +73,7 @@ int ap_cmd_folded(int argc, char **argv)
 			 (size_t)(argc - optind), &o, &v);
 	if (rc)
 		return rc;
-	if (vc_write_folded(v, stdout) || fflush(stdout)) {
+	if (folded_write(v, stdout) || fflush(stdout)) {
 		ap_cli_error("writing the folded stacks failed: %s",
 			     strerror(errno));
 		rc = AP_EXIT_INPUT;

@@ -1,19 +1,20 @@
 /*
  * cmd_run.c: `allocprof run`, an unmodified program under the heap profiler.
  *
- * It finds liballocprof_preload.so (beside this executable, else in the
- * install prefix), prepends it to LD_PRELOAD, composes ALLOCPROF_OPTIONS
- * from the user's own value plus the command line (later keys win, so the
- * command line overrides the environment), runs the command with
- * fork/execvp and forwards SIGINT, SIGTERM and SIGHUP sent to allocprof
- * (not the terminal's SIGINT, which the child already receives as part of
- * the foreground process group; signals ignored at start, as under nohup,
- * stay ignored). Its exit status is the child's (128+N for a
- * death by signal N; 127 when the command is not found, 126 when it cannot
- * be executed). At the end a short summary of the profiles the run wrote is
- * printed on stderr: the profile names, then `allocprof report` of them
- * (top 10 allocating sites, top 5 holding memory at exit; its code is
- * called in-process with its stdout sent to stderr).
+ * This file reads the arguments, composes ALLOCPROF_OPTIONS from the
+ * user's own value plus the command line (later keys win, so the command
+ * line overrides the environment), checks every option with the runtime's
+ * own table before anything starts, and prints the summary. runner.h does
+ * the rest: it finds liballocprof_preload.so (beside this executable, else
+ * in the install prefix), runs the command with fork/execvp and forwards
+ * SIGINT, SIGTERM and SIGHUP sent to allocprof (not the terminal's SIGINT,
+ * which the child already receives as part of the foreground process
+ * group; signals ignored at start, as under nohup, stay ignored). The exit
+ * status is the child's (128+N for a death by signal N; 127 when the
+ * command is not found, 126 when it cannot be executed). At the end a short
+ * summary of the profiles the run wrote is printed on stderr: the profile
+ * names, then the report of them (top 10 allocating sites, top 5 holding
+ * memory at exit; report.h's engine, writing to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -21,28 +22,24 @@
  * that changes directory still writes where allocprof looks.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <glob.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
-
-#define PRELOAD_NAME "liballocprof_preload.so"
+#include "config.h" /* the runtime's option table */
+#include "report.h"
+#include "runner.h"
 
 static void usage(FILE *out)
 {
+	rt_options defaults;
+	rt_options_default(&defaults);
 	fprintf(out,
 		"usage: allocprof run [OPTIONS] [--] CMD [ARGS...]\n"
 		"\n"
@@ -55,7 +52,7 @@ static void usage(FILE *out)
 		"                        default 524288)\n"
 		"  -o, --output PATTERN  profile file name; %%p = pid, %%t = time,\n"
 		"                        %%n = sequence number (default\n"
-		"                        allocprof.%%p.pb.gz, or .heap for heap_v2)\n"
+		"                        %s, or .heap for heap_v2)\n"
 		"      --format FMT      pprof (gzip'd protobuf, default) or heap_v2\n"
 		"                        (jemalloc text, read by jeprof)\n"
 		"  -e, --option KEY=VAL  any other runtime option (repeatable), e.g.\n"
@@ -65,43 +62,8 @@ static void usage(FILE *out)
 		"\n"
 		"ALLOCPROF_OPTIONS from the environment is kept; options given here\n"
 		"override its keys. The exit status is the command's (128+N if it\n"
-		"died of signal N, 127 if it was not found, 126 if not executable).\n");
-}
-
-/* ---- locating the runtime ---------------------------------------------- */
-
-static int find_preload(char *out, size_t cap)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			if ((size_t)snprintf(out, cap, "%s/%s", exe,
-					     PRELOAD_NAME) < cap &&
-			    access(out, R_OK) == 0)
-				return 0;
-#ifdef AP_INSTALL_RELLIBDIR
-			/* An installed tree moved as a whole (--prefix at
-			 * install time, a package unpacked elsewhere):
-			 * PREFIX/bin/allocprof beside PREFIX/lib. */
-			if ((size_t)snprintf(out, cap, "%s/../%s/%s", exe,
-					     AP_INSTALL_RELLIBDIR,
-					     PRELOAD_NAME) < cap &&
-			    access(out, R_OK) == 0)
-				return 0;
-#endif
-		}
-	}
-#ifdef AP_INSTALL_LIBDIR
-	if ((size_t)snprintf(out, cap, "%s/%s", AP_INSTALL_LIBDIR,
-			     PRELOAD_NAME) < cap &&
-	    access(out, R_OK) == 0)
-		return 0;
-#endif
-	return -1;
+		"died of signal N, 127 if it was not found, 126 if not executable).\n",
+		rt_output_pattern(&defaults));
 }
 
 /* ---- ALLOCPROF_OPTIONS -------------------------------------------------- */
@@ -139,45 +101,6 @@ static int sb_option(struct strbuf *b, const char *key, const char *value)
 	return sb_append(b, value, strlen(value));
 }
 
-/*
- * The last value of key in a "k=v,k=v" string, copied into out (trimmed of
- * spaces and tabs like the runtime's parser does). false when absent.
- */
-static bool option_value(const char *opts, const char *key, char *out,
-			 size_t cap)
-{
-	bool found = false;
-	size_t klen = strlen(key);
-	for (const char *p = opts; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		const char *k = p;
-		while (k < p + n && (*k == ' ' || *k == '\t'))
-			k++;
-		const char *eq = memchr(k, '=', (size_t)(p + n - k));
-		if (eq) {
-			const char *ke = eq;
-			while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-				ke--;
-			if ((size_t)(ke - k) == klen && !memcmp(k, key, klen)) {
-				const char *v = eq + 1, *ve = p + n;
-				while (v < ve && (*v == ' ' || *v == '\t'))
-					v++;
-				while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-					ve--;
-				size_t vn = (size_t)(ve - v);
-				if (vn >= cap)
-					vn = cap - 1;
-				memcpy(out, v, vn);
-				out[vn] = 0;
-				found = true;
-			}
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return found;
-}
-
 /* An output pattern made absolute against the current directory. */
 static int absolute_pattern(const char *pattern, char *out, size_t cap)
 {
@@ -189,266 +112,19 @@ static int absolute_pattern(const char *pattern, char *out, size_t cap)
 	return (size_t)snprintf(out, cap, "%s/%s", cwd, pattern) < cap ? 0 : -1;
 }
 
-/* ---- finding the profiles a run wrote ----------------------------------- */
-
-/*
- * The glob matching every file name the runtime can make from pattern:
- * %p, %t and %n (and any other conversion) become *, %% a literal %, and
- * glob's own metacharacters are escaped.
- */
-static int pattern_to_glob(const char *pattern, char *out, size_t cap)
-{
-	size_t n = 0;
-	for (const char *p = pattern; *p; p++) {
-		char buf[3];
-		size_t k = 0;
-		if (*p == '%' && p[1] == '%') {
-			buf[k++] = '%';
-			p++;
-		} else if (*p == '%' && p[1]) {
-			buf[k++] = '*';
-			p++;
-		} else if (strchr("*?[]\\", *p)) {
-			buf[k++] = '\\';
-			buf[k++] = *p;
-		} else {
-			buf[k++] = *p;
-		}
-		if (n + k + 1 > cap)
-			return -1;
-		memcpy(out + n, buf, k);
-		n += k;
-	}
-	out[n] = 0;
-	return 0;
-}
-
-struct seen {
-	char **paths;
-	struct timespec *mtimes;
-	size_t n;
-};
-
-static void seen_free(struct seen *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->paths[i]);
-	free(s->paths);
-	free(s->mtimes);
-	memset(s, 0, sizeof *s);
-}
-
-static int seen_scan(const char *globpat, struct seen *s)
-{
-	glob_t g;
-	memset(s, 0, sizeof *s);
-	int rc = glob(globpat, 0, NULL, &g);
-	if (rc == GLOB_NOMATCH)
-		return 0;
-	if (rc)
-		return -1;
-	s->paths = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->paths);
-	s->mtimes = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *s->mtimes);
-	if (!s->paths || !s->mtimes) {
-		globfree(&g);
-		seen_free(s);
-		return -1;
-	}
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		struct stat st;
-		if (stat(g.gl_pathv[i], &st) || !S_ISREG(st.st_mode))
-			continue;
-		s->paths[s->n] = strdup(g.gl_pathv[i]);
-		if (!s->paths[s->n]) {
-			globfree(&g);
-			seen_free(s);
-			return -1;
-		}
-		s->mtimes[s->n++] = st.st_mtim;
-	}
-	globfree(&g);
-	return 0;
-}
-
-/* Remove from after the files that are unchanged since before. */
-static void seen_subtract(struct seen *after, const struct seen *before)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < after->n; i++) {
-		bool old = false;
-		for (size_t j = 0; j < before->n && !old; j++)
-			old = !strcmp(after->paths[i], before->paths[j]) &&
-			      after->mtimes[i].tv_sec == before->mtimes[j].tv_sec &&
-			      after->mtimes[i].tv_nsec == before->mtimes[j].tv_nsec;
-		if (old) {
-			free(after->paths[i]);
-			continue;
-		}
-		after->paths[k] = after->paths[i];
-		after->mtimes[k++] = after->mtimes[i];
-	}
-	after->n = k;
-}
-
-/* ---- running the child ------------------------------------------------- */
-
-static volatile sig_atomic_t child_pid;
-
-/*
- * Forward a signal sent to allocprof by a process (kill, a supervisor).
- * SIGINT from the terminal (si_code SI_KERNEL) already went to the whole
- * foreground process group, the child included: do not send it twice.
- */
-static void forward_signal(int sig, siginfo_t *info, void *uctx)
-{
-	(void)uctx;
-	if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
-		kill((pid_t)child_pid, sig);
-}
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-
-static int set_preload(const char *lib)
-{
-	const char *old = getenv("LD_PRELOAD");
-	struct strbuf b = {0};
-	int rc = sb_append(&b, lib, strlen(lib));
-	if (!rc && old && *old)
-		rc = sb_append(&b, " ", 1) || sb_append(&b, old, strlen(old));
-	if (!rc)
-		rc = setenv("LD_PRELOAD", b.s, 1);
-	free(b.s);
-	return rc;
-}
-
-/*
- * Start argv[0] with the runtime preloaded and wait for it. Returns the exit
- * status to pass on; *started tells whether the program ran at all, *signo
- * the signal that killed it (0 if none).
- */
-static int run_child(char **argv, const char *lib, const char *options,
-		     bool *started, int *signo)
-{
-	int pipefd[2];
-	sigset_t block, oldmask;
-	*started = false;
-	*signo = 0;
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		ap_cli_error("pipe: %s", strerror(errno));
-		return 126;
-	}
-	sigemptyset(&block);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaddset(&block, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &block, &oldmask);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		ap_cli_error("fork: %s", strerror(e));
-		return 126;
-	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		int e = 0;
-		if (set_preload(lib) || setenv("ALLOCPROF_OPTIONS", options, 1))
-			e = errno ? errno : ENOMEM;
-		else
-			execvp(argv[0], argv);
-		if (!e)
-			e = errno;
-		ssize_t w = write(pipefd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	close(pipefd[1]);
-	child_pid = pid;
-	struct sigaction sa, old[NFORWARDED];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFORWARDED; i++) {
-		/* A signal ignored when we started (nohup, a script's background
-		 * job) stays ignored, as it is in the child. */
-		sigaction(forwarded[i], NULL, &old[i]);
-		if (old[i].sa_handler != SIG_IGN)
-			sigaction(forwarded[i], &sa, NULL);
-	}
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-
-	int exec_errno = 0;
-	ssize_t r;
-	do
-		r = read(pipefd[0], &exec_errno, sizeof exec_errno);
-	while (r < 0 && errno == EINTR);
-	close(pipefd[0]);
-
-	int st = 0;
-	pid_t w;
-	do
-		w = waitpid(pid, &st, 0);
-	while (w < 0 && errno == EINTR);
-	child_pid = 0;
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &old[i], NULL);
-
-	if (r == (ssize_t)sizeof exec_errno) {
-		if (exec_errno == ENOENT) {
-			ap_cli_error("%s: command not found", argv[0]);
-			return 127;
-		}
-		ap_cli_error("%s: cannot execute: %s", argv[0],
-			     strerror(exec_errno));
-		return 126;
-	}
-	*started = true;
-	if (w < 0) {
-		ap_cli_error("waitpid: %s", strerror(errno));
-		return 126;
-	}
-	if (WIFSIGNALED(st)) {
-		*signo = WTERMSIG(st);
-		return 128 + WTERMSIG(st);
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
-}
-
 /* ---- the summary --------------------------------------------------------- */
 
-/* Run `allocprof report VIEW --top TOP FILES` with stdout sent to stderr. */
-static void report_summary(char **paths, size_t n, const char *view,
-			   const char *top)
+/* The report of view kind, top sites, on stderr (stdout is the program's). */
+static void report_summary(char **paths, size_t n, hv_kind kind, uint64_t top)
 {
-	char **args = calloc(n + 5, sizeof *args);
-	if (!args)
-		return;
-	size_t k = 0;
-	args[k++] = (char *)"report";
-	args[k++] = (char *)view;
-	args[k++] = (char *)"--top";
-	args[k++] = (char *)top;
-	for (size_t i = 0; i < n; i++)
-		args[k++] = paths[i];
-	args[k] = NULL;
-	fflush(stdout);
-	int saved = dup(STDOUT_FILENO);
-	if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) {
-		optind = 0; /* re-initialise getopt for the report command */
-		ap_cli_set_progname("report");
-		ap_cmd_report((int)k, args);
-		ap_cli_set_progname("run");
-		fflush(stdout);
-		dup2(saved, STDOUT_FILENO);
-	}
-	if (saved >= 0)
-		close(saved);
-	free(args);
+	report_options r;
+	char err[1024];
+	report_options_default(&r);
+	r.hv.view = kind;
+	r.top = top;
+	if (report_write((const char *const *)paths, n, &r, stderr, err,
+			 sizeof err))
+		ap_cli_error("%s", err);
 }
 
 static void print_summary(char **paths, size_t n, bool pprof)
@@ -460,14 +136,9 @@ static void print_summary(char **paths, size_t n, bool pprof)
 	fputc('\n', stderr);
 	if (!pprof || !n)
 		return;
-	if (ap_cmd_report) {
-		/* Where it allocated, then what it still held at exit. */
-		report_summary(paths, n, "--alloc", "10");
-		report_summary(paths, n, "--inuse", "5");
-	}
-	else
-		ap_cli_error("this build has no report command: read them with "
-			     "go tool pprof or jeprof");
+	/* Where it allocated, then what it still held at exit. */
+	report_summary(paths, n, HV_ALLOC, 10);
+	report_summary(paths, n, HV_INUSE, 5);
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -480,36 +151,15 @@ struct run_opts {
 };
 
 /*
- * A rate: a positive integer of bytes, optionally with one of the runtime's
- * suffixes k, m, g, t (powers of 1024), which it parses itself.
- */
-static bool valid_rate(const char *s)
-{
-	char digits[32];
-	size_t n = strlen(s);
-	if (n && strchr("kKmMgGtT", s[n - 1]))
-		n--;
-	uint64_t v;
-	if (n == 0 || n >= sizeof digits)
-		return false;
-	memcpy(digits, s, n);
-	digits[n] = 0;
-	return ap_cli_parse_u64(digits, &v) == 0 && v > 0;
-}
-
-/*
- * Check and store one of the keys run handles itself (rate, output,
- * format), whether given as its own flag or with -e. -1 when key is not
- * one of them, 0 when stored, AP_EXIT_USAGE (after a message) when bad.
+ * Store one of the keys run handles itself (rate, output, format), whether
+ * given as its own flag or with -e. -1 when key is not one of them, 0 when
+ * stored, AP_EXIT_USAGE (after a message) for an output pattern that cannot
+ * be passed on. Values are checked later, with every other key, by the
+ * runtime's own option table (check_options).
  */
 static int set_known(struct run_opts *o, const char *key, const char *value)
 {
 	if (!strcmp(key, "rate")) {
-		if (!valid_rate(value)) {
-			ap_cli_error("bad rate '%s': expected a positive number "
-				     "of bytes (suffix k, m, g allowed)", value);
-			return AP_EXIT_USAGE;
-		}
 		o->rate = value;
 	} else if (!strcmp(key, "output")) {
 		if (!*value || strchr(value, ',')) {
@@ -519,11 +169,6 @@ static int set_known(struct run_opts *o, const char *key, const char *value)
 		}
 		o->output = value;
 	} else if (!strcmp(key, "format")) {
-		if (strcmp(value, "pprof") && strcmp(value, "heap_v2")) {
-			ap_cli_error("bad format '%s': expected pprof or heap_v2",
-				     value);
-			return AP_EXIT_USAGE;
-		}
 		o->format = value;
 	} else {
 		return -1;
@@ -590,30 +235,20 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 	return 0;
 }
 
-/* Build ALLOCPROF_OPTIONS; *pattern gets the absolute output pattern. */
-static int compose_options(const struct run_opts *o, struct strbuf *b,
-			   char *pattern, size_t cap, bool *pprof)
+/*
+ * ALLOCPROF_OPTIONS for the child: the user's own value, then the keys
+ * given here (later keys win in the runtime's parser). output is the given
+ * pattern (NULL: none added).
+ */
+static int build_options(const struct run_opts *o, const char *output,
+			 struct strbuf *b)
 {
 	const char *user = getenv("ALLOCPROF_OPTIONS");
-	char fmt[64] = "pprof", out[PATH_MAX];
 	if (user && *user && sb_append(b, user, strlen(user)))
 		return -1;
-	option_value(user, "format", fmt, sizeof fmt);
-	if (o->format)
-		snprintf(fmt, sizeof fmt, "%s", o->format);
-	*pprof = strcmp(fmt, "heap_v2") != 0;
-	const char *rel = o->output;
-	if (!rel && option_value(user, "output", out, sizeof out))
-		rel = out;
-	if (!rel)
-		rel = *pprof ? "allocprof.%p.pb.gz" : "allocprof.%p.heap";
-	if (absolute_pattern(rel, pattern, cap)) {
-		ap_cli_error("output pattern too long or no current directory");
-		return -1;
-	}
 	if ((o->rate && sb_option(b, "rate", o->rate)) ||
 	    (o->format && sb_option(b, "format", o->format)) ||
-	    sb_option(b, "output", pattern))
+	    (output && sb_option(b, "output", output)))
 		return -1;
 	for (size_t i = 0; i < o->nextra; i++) {
 		if (b->len && sb_append(b, ",", 1))
@@ -622,6 +257,48 @@ static int compose_options(const struct run_opts *o, struct strbuf *b,
 			return -1;
 	}
 	return 0;
+}
+
+/* The runtime's own message for a bad option, word for word (runtime.c
+ * prints "allocprof: ALLOCPROF_OPTIONS: ..." at start-up). */
+static void option_error(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "allocprof: ALLOCPROF_OPTIONS: %s\n", msg);
+}
+
+/*
+ * Check every option with the runtime's table (src/preload/config.c), so
+ * a key or value the runtime would reject stops the run before the program
+ * starts, with the runtime's message. Fills *parsed. 0, or the number of
+ * problems (each reported on its own line).
+ */
+static int check_options(const struct run_opts *o, rt_options *parsed)
+{
+	struct strbuf b = {0};
+	int rc = build_options(o, o->output, &b);
+	if (rc) {
+		ap_cli_error("out of memory");
+		return 1;
+	}
+	rt_options_default(parsed);
+	rc = rt_options_parse(parsed, b.s, option_error, NULL);
+	free(b.s);
+	return rc;
+}
+
+/* Build ALLOCPROF_OPTIONS; *pattern gets the absolute output pattern. */
+static int compose_options(const struct run_opts *o, const rt_options *parsed,
+			   struct strbuf *b, char *pattern, size_t cap,
+			   bool *pprof)
+{
+	*pprof = parsed->format != RT_FORMAT_HEAPV2;
+	/* The user's output= or the runtime's default for the format. */
+	if (absolute_pattern(rt_output_pattern(parsed), pattern, cap)) {
+		ap_cli_error("output pattern too long or no current directory");
+		return -1;
+	}
+	return build_options(o, pattern, b);
 }
 
 int ap_cmd_run(int argc, char **argv)
@@ -638,10 +315,15 @@ int ap_cmd_run(int argc, char **argv)
 		free(o.extra);
 		return rc < 0 ? AP_EXIT_OK : rc;
 	}
+	rt_options parsed;
+	if (check_options(&o, &parsed)) {
+		free(o.extra);
+		return AP_EXIT_USAGE;
+	}
 	char lib[PATH_MAX], pattern[PATH_MAX], globpat[2 * PATH_MAX];
-	if (find_preload(lib, sizeof lib)) {
+	if (runner_find_preload(lib, sizeof lib)) {
 		ap_cli_error("cannot find %s beside this executable or in %s",
-			     PRELOAD_NAME,
+			     RUNNER_PRELOAD_NAME,
 #ifdef AP_INSTALL_LIBDIR
 			     AP_INSTALL_LIBDIR
 #else
@@ -653,22 +335,23 @@ int ap_cmd_run(int argc, char **argv)
 	}
 	struct strbuf opts = {0};
 	bool pprof = true;
-	if (compose_options(&o, &opts, pattern, sizeof pattern, &pprof) ||
-	    pattern_to_glob(pattern, globpat, sizeof globpat)) {
+	if (compose_options(&o, &parsed, &opts, pattern, sizeof pattern,
+			    &pprof) ||
+	    runner_pattern_glob(pattern, globpat, sizeof globpat)) {
 		ap_cli_error("cannot compose ALLOCPROF_OPTIONS");
 		free(opts.s);
 		free(o.extra);
 		return AP_EXIT_USAGE;
 	}
-	struct seen before, after;
-	if (seen_scan(globpat, &before))
+	runner_files before, after;
+	if (runner_files_scan(globpat, &before))
 		memset(&before, 0, sizeof before);
 	bool started;
 	int signo;
-	int status = run_child(argv + cmd, lib, opts.s, &started, &signo);
+	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
 	if (started && !o.quiet) {
-		if (seen_scan(globpat, &after) == 0) {
-			seen_subtract(&after, &before);
+		if (runner_files_scan(globpat, &after) == 0) {
+			runner_files_subtract(&after, &before);
 			if (after.n)
 				print_summary(after.paths, after.n, pprof);
 			else if (signo)
@@ -678,10 +361,10 @@ int ap_cmd_run(int argc, char **argv)
 			else
 				ap_cli_error("no profile was written (pattern %s)",
 					     pattern);
-			seen_free(&after);
+			runner_files_free(&after);
 		}
 	}
-	seen_free(&before);
+	runner_files_free(&before);
 	free(opts.s);
 	free(o.extra);
 	return status;

@@ -1,7 +1,7 @@
 /*
- * commands.h: the allocprof subcommands. Each lives in its own cmd_NAME.c and
- * is declared weak here, so main.c can list every command and say plainly
- * which ones this build lacks instead of failing to link.
+ * commands.h: the allocprof subcommands. Each lives in its own cmd_NAME.c;
+ * every one is always built, so a command that is renamed or missing fails
+ * the link instead of the user at run time.
  *
  * Contract for every command: argv[0] is the subcommand name; return the
  * process exit status: 0 ok, 1 usage error, 2 bad input (files, data).
@@ -10,7 +10,7 @@
 #ifndef ALLOCPROF_CLI_COMMANDS_H
 #define ALLOCPROF_CLI_COMMANDS_H
 
-#define AP_CMD(name) int ap_cmd_##name(int argc, char **argv) __attribute__((weak))
+#define AP_CMD(name) int ap_cmd_##name(int argc, char **argv)
 AP_CMD(run);
 AP_CMD(report);
 AP_CMD(diff);

@@ -8,8 +8,9 @@
  * of the order stacks were added), lays the tree out left to right in
  * proportion to estimated bytes, and emits one <g> per frame carrying what
  * the embedded script needs (parent index, position and width as fractions
- * of the total, bytes, name). The script is plain ES5 inside CDATA: no
- * external resources, so the file opens anywhere an SVG does.
+ * of the total, bytes, name). The script (flamegraph.js) is plain ES5
+ * inside CDATA: no external resources, so the file opens anywhere an SVG
+ * does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flamegraph.h"
@@ -22,10 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
+#include "text.h"
+
 enum { FG_FRAME_H = 16, FG_FONT = 12, FG_PAD = 10, FG_TOP = 3 * FG_FRAME_H,
        FG_BOTTOM = 2 * FG_FRAME_H };
 #define FG_CHAR_W (0.59 * FG_FONT) /* mean glyph width of the font, px */
-/* Shown where a hovered frame's details go (plain ASCII: also a JS string). */
+/* Shown where a hovered frame's details go; flamegraph.js holds the same
+ * text as its HINT (tests/unit/flamegraph_test.c checks they agree). */
 #define FG_HINT "Click a frame to zoom, Ctrl-F or / to search, Escape to go back"
 
 struct fg_node {
@@ -276,103 +281,6 @@ size_t ap_fg_nframes(const ap_fg *g)
 	return g->nnodes;
 }
 
-/* Length of the UTF-8 sequence starting at s, or 0 when it is invalid. */
-static size_t utf8_len(const unsigned char *s, uint32_t *cp)
-{
-	unsigned c = s[0];
-	size_t n;
-	uint32_t v, min;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		n = 2, v = c & 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		n = 3, v = c & 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		n = 4, v = c & 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) ||
-	    v == 0xfffe || v == 0xffff)
-		return 0;
-	*cp = v;
-	return n;
-}
-
-void ap_fg_xml_escape(FILE *out, const char *str, size_t max_chars)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t chars = 0;
-	while (*s) {
-		if (max_chars && chars == max_chars) {
-			fputs("..", out);
-			return;
-		}
-		uint32_t cp;
-		size_t n = utf8_len(s, &cp);
-		chars++;
-		if (!n || (cp < 0x20 && cp != '\t' && cp != '\n')) {
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-			s += n ? n : 1;
-			continue;
-		}
-		switch (cp) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		case '\n': fputs("&#10;", out); break;
-		case '\t': fputs("&#9;", out); break;
-		default: fwrite(s, 1, n, out);
-		}
-		s += n;
-	}
-}
-
-/* Characters (code points, invalid bytes counted singly) in s. */
-static size_t utf8_chars(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t chars = 0;
-	while (*s) {
-		uint32_t cp;
-		size_t n = utf8_len(s, &cp);
-		s += n ? n : 1;
-		chars++;
-	}
-	return chars;
-}
-
-void ap_fg_format_bytes(double b, char *buf, size_t n)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
-					    "EiB"};
-	if (!isfinite(b)) {
-		snprintf(buf, n, "%s", isnan(b) ? "n/a" : "inf");
-		return;
-	}
-	double a = fabs(b);
-	if (a < 1024) {
-		snprintf(buf, n, "%.0f B", b);
-		return;
-	}
-	size_t u = 0;
-	a /= 1024;
-	while (a >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-		a /= 1024;
-		u++;
-	}
-	snprintf(buf, n, "%s%.2f %s", b < 0 ? "-" : "", a, units[u]);
-}
-
 /* A warm colour (red to yellow) chosen by the name alone. */
 void ap_fg_name_colour(const char *name, char *buf, size_t n)
 {
@@ -473,110 +381,9 @@ static const char fg_style[] =
 	"g.f text{pointer-events:none}\n"
 	"g.anc rect{opacity:0.55}\n";
 
-/* Zoom, search, details. Own code, ES5, no external resources. */
-static const char fg_script[] =
-	"(function () {\n"
-	"'use strict';\n"
-	"var svg = document.documentElement;\n"
-	"var W = +svg.getAttribute('width'), PAD = 10, CW = 0.59 * 12;\n"
-	"var MINW = +svg.getAttribute('data-minw');\n"
-	"var total = +svg.getAttribute('data-total');\n"
-	"var unit = svg.getAttribute('data-unit');\n"
-	"var gs = document.getElementById('frames').getElementsByTagName('g');\n"
-	"var F = [], zoomed = -1, query = null;\n"
-	"var HINT = '" FG_HINT "';\n"
-	"function $(id) { return document.getElementById(id); }\n"
-	"function fmt(b) {\n"
-	"  var u = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'], i = -1;\n"
-	"  if (Math.abs(b) < 1024) return Math.round(b) + ' B';\n"
-	"  while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }\n"
-	"  return b.toFixed(2) + ' ' + u[i];\n"
-	"}\n"
-	"function pct(b) { return total > 0 ? (100 * b / total).toFixed(2) : '0.00'; }\n"
-	"function label(name, px) {\n"
-	"  var n = Math.floor((px - 6) / CW);\n"
-	"  if (n < 3) return '';\n"
-	"  return name.length <= n ? name : name.substring(0, n - 2) + '..';\n"
-	"}\n"
-	"function place(f, x0, w0) {\n"
-	"  var avail = W - 2 * PAD;\n"
-	"  var px = PAD + (f.x - x0) / w0 * avail, pw = f.w / w0 * avail;\n"
-	"  if (pw < MINW) { f.g.style.display = 'none'; return; }\n"
-	"  f.g.style.display = '';\n"
-	"  f.rect.setAttribute('x', px.toFixed(2));\n"
-	"  f.rect.setAttribute('width', pw.toFixed(2));\n"
-	"  f.text.setAttribute('x', (px + 3).toFixed(2));\n"
-	"  f.text.textContent = label(f.name, pw);\n"
-	"}\n"
-	"function within(i, k) {\n"
-	"  for (; i >= 0; i = F[i].p) if (i === k) return true;\n"
-	"  return false;\n"
-	"}\n"
-	"function zoom(k) {\n"
-	"  var z = F[k];\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var f = F[i];\n"
-	"    if (within(i, k)) { f.g.setAttribute('class', 'f'); place(f, z.x, z.w); }\n"
-	"    else if (within(k, i)) { f.g.setAttribute('class', 'f anc'); place(f, f.x, f.w); }\n"
-	"    else f.g.style.display = 'none';\n"
-	"  }\n"
-	"  zoomed = k;\n"
-	"  $('unzoom').style.display = k > 0 ? '' : 'none';\n"
-	"}\n"
-	"function search(q) {\n"
-	"  var re = null, sum = 0, i, f;\n"
-	"  if (q) {\n"
-	"    try { re = new RegExp(q); }\n"
-	"    catch (e) { $('matched').textContent = 'bad regular expression'; return; }\n"
-	"  }\n"
-	"  query = re ? q : null;\n"
-	"  for (i = 0; i < F.length; i++) {\n"
-	"    f = F[i];\n"
-	"    f.hit = re !== null && re.test(f.name);\n"
-	"    f.rect.setAttribute('fill', f.hit ? 'rgb(220,60,230)' : f.fill);\n"
-	"  }\n"
-	"  /* A match inside a matched frame is already counted. */\n"
-	"  for (i = 0; i < F.length; i++) {\n"
-	"    f = F[i];\n"
-	"    if (!f.hit) continue;\n"
-	"    var j = f.p;\n"
-	"    while (j >= 0 && !F[j].hit) j = F[j].p;\n"
-	"    if (j < 0) sum += f.b;\n"
-	"  }\n"
-	"  $('search').textContent = re ? 'Clear search' : 'Search';\n"
-	"  $('matched').textContent = re ? 'Matched: ' + pct(sum) + '% (' + fmt(sum) + ')' : '';\n"
-	"}\n"
-	"function ask() {\n"
-	"  var q = window.prompt('Search frames (regular expression):', query || '');\n"
-	"  if (q !== null) search(q);\n"
-	"}\n"
-	"for (var i = 0; i < gs.length; i++) {\n"
-	"  var g = gs[i];\n"
-	"  var f = { g: g, i: i, p: +g.getAttribute('data-p'),\n"
-	"    x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'),\n"
-	"    b: +g.getAttribute('data-b'), name: g.getAttribute('data-n'),\n"
-	"    rect: g.getElementsByTagName('rect')[0],\n"
-	"    text: g.getElementsByTagName('text')[0], hit: false };\n"
-	"  f.fill = f.rect.getAttribute('fill');\n"
-	"  F.push(f);\n"
-	"  (function (k) {\n"
-	"    g.addEventListener('click', function () { zoom(k); });\n"
-	"    g.addEventListener('mouseover', function () {\n"
-	"      $('details').textContent = F[k].name + ' (' + fmt(F[k].b) + ' ' + unit + ', ' + pct(F[k].b) + '%)';\n"
-	"    });\n"
-	"    g.addEventListener('mouseout', function () { $('details').textContent = HINT; });\n"
-	"  })(i);\n"
-	"}\n"
-	"$('unzoom').addEventListener('click', function () { zoom(0); });\n"
-	"$('search').addEventListener('click', function () { if (query !== null) search(null); else ask(); });\n"
-	"document.addEventListener('keydown', function (e) {\n"
-	"  if (((e.ctrlKey || e.metaKey) && (e.key === 'f' || e.key === 'F')) || e.key === '/') {\n"
-	"    e.preventDefault(); ask();\n"
-	"  } else if (e.key === 'Escape') {\n"
-	"    if (query !== null) search(null); else if (zoomed > 0) zoom(0);\n"
-	"  }\n"
-	"});\n"
-	"})();\n";
+/* Zoom, search, details: flamegraph.js, embedded at build time as
+ * fg_script (embed.cmake). */
+#include "flamegraph_js.h"
 
 static void write_header(const ap_fg *g, const ap_fg_options *o, unsigned w,
 			 unsigned h, double minw, FILE *out)
@@ -587,7 +394,7 @@ static void write_header(const ap_fg *g, const ap_fg_options *o, unsigned w,
 		"width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
 		"data-total=\"%.17g\" data-minw=\"%g\" data-unit=\"",
 		w, h, w, h, g->nodes[0].bytes, minw);
-	ap_fg_xml_escape(out, o->unit_label ? o->unit_label : "", 0);
+	txt_xml_escape(out, o->unit_label ? o->unit_label : "", 0);
 	fprintf(out, "\">\n<style type=\"text/css\"><![CDATA[\n%s]]></style>\n",
 		fg_style);
 	fprintf(out, "<defs><linearGradient id=\"bg\" x1=\"0\" y1=\"0\" x2=\"0\" "
@@ -597,10 +404,10 @@ static void write_header(const ap_fg *g, const ap_fg_options *o, unsigned w,
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" "
 		     "fill=\"url(#bg)\"/>\n", w, h);
 	fprintf(out, "<text id=\"title\" x=\"%u\" y=\"22\">", w / 2);
-	ap_fg_xml_escape(out, o->title ? o->title : "Flame graph", 0);
+	txt_xml_escape(out, o->title ? o->title : "Flame graph", 0);
 	fputs("</text>\n", out);
 	fprintf(out, "<text id=\"subtitle\" x=\"%u\" y=\"40\">", w / 2);
-	ap_fg_xml_escape(out, o->subtitle ? o->subtitle : "", 0);
+	txt_xml_escape(out, o->subtitle ? o->subtitle : "", 0);
 	fputs("</text>\n", out);
 	fprintf(out, "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"22\" "
 		     "style=\"display:none\">Reset zoom</text>\n", FG_PAD);
@@ -646,16 +453,16 @@ static void write_tooltip(const ap_fg *g, const ap_fg_options *o,
 	const struct fg_node *nd = &g->nodes[i];
 	char b[32], lo_s[32], hi_s[32];
 	double total = g->nodes[0].bytes;
-	ap_fg_format_bytes(nd->bytes, b, sizeof b);
+	ap_cli_format_bytes(nd->bytes, AP_BYTES_FIXED, b, sizeof b);
 	fputs("<title>", out);
-	ap_fg_xml_escape(out, g->names[nd->name], 0);
+	txt_xml_escape(out, g->names[nd->name], 0);
 	fprintf(out, "&#10;%s %s (%.0f B), %.2f%% of the total", b,
 		o->unit_label ? o->unit_label : "", nd->bytes,
 		total > 0 ? 100.0 * nd->bytes / total : 0.0);
 	double lo, hi;
 	if (o->interval && g->psize && node_interval(g, o, l, i, &lo, &hi)) {
-		ap_fg_format_bytes(lo, lo_s, sizeof lo_s);
-		ap_fg_format_bytes(hi, hi_s, sizeof hi_s);
+		ap_cli_format_bytes(lo, AP_BYTES_FIXED, lo_s, sizeof lo_s);
+		ap_cli_format_bytes(hi, AP_BYTES_FIXED, hi_s, sizeof hi_s);
 		fprintf(out, "&#10;%g%% interval [%s, %s]", 100.0 * o->level,
 			lo_s, hi_s);
 	}
@@ -665,7 +472,7 @@ static void write_tooltip(const ap_fg *g, const ap_fg_options *o,
 	if (o->note && g->psize &&
 	    !o->note(o->ctx, g->payloads + i * g->psize, note, sizeof note)) {
 		fputs("&#10;", out);
-		ap_fg_xml_escape(out, note, 0);
+		txt_xml_escape(out, note, 0);
 	}
 	fputs("</title>", out);
 }
@@ -737,7 +544,7 @@ int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
 			     "data-w=\"%.12g\" data-b=\"%.17g\" data-n=\"",
 			i ? (int)l.out_index[nd->parent] : -1, fx, fw,
 			nd->bytes);
-		ap_fg_xml_escape(out, g->names[nd->name], 0);
+		txt_xml_escape(out, g->names[nd->name], 0);
 		fputs("\">", out);
 		write_tooltip(g, &o, &l, i, out);
 		fprintf(out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
@@ -749,8 +556,8 @@ int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out)
 		if (fit >= 3) {
 			const char *name = g->names[nd->name];
 			size_t n = (size_t)fit;
-			ap_fg_xml_escape(out, name,
-					 utf8_chars(name) <= n ? 0 : n - 2);
+			txt_xml_escape(out, name,
+					 txt_xml_chars(name) <= n ? 0 : n - 2);
 		}
 		fputs("</text></g>\n", out);
 	}

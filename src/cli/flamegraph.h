@@ -86,15 +86,4 @@ size_t ap_fg_nframes(const ap_fg *g);
 /* Write the SVG document to out. 0, or -1 on a write error (errno kept). */
 int ap_fg_write_svg(const ap_fg *g, const ap_fg_options *opt, FILE *out);
 
-/*
- * Write s to out XML-escaped (& < > " ' as entities), with invalid UTF-8
- * bytes and characters XML 1.0 forbids (controls other than tab and newline)
- * replaced by U+FFFD. At most max_chars characters are written (then ".."
- * is appended); max_chars 0 = unlimited.
- */
-void ap_fg_xml_escape(FILE *out, const char *s, size_t max_chars);
-
-/* Format bytes for people: "512 B", "1.50 KiB", "3.25 GiB". */
-void ap_fg_format_bytes(double bytes, char *buf, size_t n);
-
 #endif

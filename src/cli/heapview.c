@@ -6,7 +6,7 @@
  * expands locations into frames, drops allocator/allocprof leaf frames,
  * applies the filters, aggregates per stack, then per site, and finishes
  * the confidence intervals (estimate.h; [R4] for NB, [R1] for HT).
- * Loading files is in cmd_convert.c, merging in cmd_merge.c.
+ * Loading files is profload.c's, merging profmerge.c's.
  */
 #define _GNU_SOURCE
 #include "heapview.h"
@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "keymap.h"
+#include "profload.h"
 
 void hv_options_default(hv_options *o)
 {

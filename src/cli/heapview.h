@@ -1,10 +1,9 @@
 /*
  * heapview.h: what a person reads from heap profiles. Loads one or more
- * heap profiles (gzip'd or plain pprof, or jemalloc heap_v2 text; several
- * are merged: values are already
- * unbiased, so they add; samples drawn at another rate keep their own weight
- * through a "rate" label), symbolizes them (symbolize.h), then builds a
- * view: alloc or inuse, requested or usable bytes, filtered by function-name
+ * heap profiles (profload.h: pprof or heap_v2 text, plain or gzip'd;
+ * several are merged: values are already unbiased, so they add; samples
+ * drawn at another rate keep their own weight through a "rate" label),
+ * symbolizes them (symbolize.h), then builds a view: alloc or inuse, requested or usable bytes, filtered by function-name
  * regexes and allocation size, aggregated by function, line or stack, each
  * aggregate carrying its HT estimates, sample counts, NB sums and confidence
  * intervals at a chosen level (estimate.h: exact NB below
@@ -176,103 +175,10 @@ const char *hv_value_name(hv_value v);
 const char *hv_by_name(hv_by b);
 const char *hv_method_name(hv_method m); /* "exact", "nb", "normal" */
 
-/* ---- Profile-level helpers shared by report, merge and convert -------- */
-
-/*
- * Read and decode each file (pprof, gzip'd or not; heap_v2 text by its
- * "heap_v2/" or "heap profile:" header), then merge them (hv_profile_merge).
- * One file is returned as decoded. The result is not symbolized. Files
- * without alloc_space/inuse_space sample types are rejected.
- * (Implemented in cmd_convert.c, with hv_load_symbolized.)
- */
-int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
-		     char *err, size_t errlen);
-
-/*
- * Merge profiles with the same sample types (name and unit, any order in
- * the first is the output's): mappings, functions and locations are copied
- * (identical ones shared), identical samples (same stack and labels) have
- * their values added. The output period is the first profile's; samples
- * drawn at another rate get a "rate" label (existing labels kept), so every
- * sample keeps its own weight and intervals stay valid. Comments are kept
- * once each. AP_EINVAL (with reason) when sample types differ.
- * (Implemented in cmd_merge.c.)
- */
-int hv_profile_merge(ap_profile *const *in, size_t n, ap_profile **out,
-		     char *err, size_t errlen);
-
-/*
- * hv_profile_merge with a rewrite of locations and mappings on the way (the
- * symbolizer uses it to fill in Function/Line): location() may set *lines to
- * n frames (innermost first) replacing l's lines, or leave *lines NULL to
- * keep them; the strings must live until the next call. mapping() may
- * change the copy's has_* flags. Either may be NULL.
- */
-typedef struct hv_sym_line {
-	const char *name, *system_name, *file;
-	int64_t line, column;
-} hv_sym_line;
-typedef struct hv_rewrite {
-	int (*location)(void *ctx, const ap_profile *in, const ap_location *l,
-			const hv_sym_line **lines, size_t *n);
-	void (*mapping)(void *ctx, const ap_profile *in, ap_mapping *copy);
-	void *ctx;
-} hv_rewrite;
-int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
-			ap_profile **out, char *err, size_t errlen);
-
-/*
- * hv_load_profiles, then (when symbolize and the symbolizer is linked in)
- * symbolize the result with libdw. Errors as for hv_open.
- */
-int hv_load_symbolized(const char *const *paths, size_t n, bool symbolize,
-		       ap_profile **out, char *err, size_t errlen);
-
-/*
- * Decode a histogram comment "allocprof.hist.NAME=<base64 of the hist
- * binary encoding>" (profile.h AP_COMMENT_HIST_PREFIX). 0 with *name (malloc'd)
- * and *snap (free with ap_hist_snap_destroy); AP_ENOTFOUND when the comment
- * is not a histogram; AP_ECORRUPT when it is one but malformed.
- * (Implemented in cmd_merge.c; merging adds histograms of the same NAME.)
- */
-struct ap_hist_snap;
-int hv_hist_from_comment(const char *comment, char **name,
-			 struct ap_hist_snap **snap);
-
 /*
  * Whether a function name is an allocator entry point or part of
  * allocprof, i.e. a frame reports skip at the leaf end of a stack.
  */
 bool hv_is_alloc_frame(const char *function);
-
-/*
- * A small hash map from byte-string keys to indices, used to deduplicate
- * stacks, sites and profile entries. hv_keymap_get returns the index stored
- * for key, or SIZE_MAX; hv_keymap_put stores one (the key is copied): 0 or
- * AP_ENOMEM. (Implemented in cmd_merge.c.)
- */
-typedef struct hv_keymap hv_keymap;
-hv_keymap *hv_keymap_new(void);
-void hv_keymap_free(hv_keymap *m);
-size_t hv_keymap_get(const hv_keymap *m, const void *key, size_t len);
-int hv_keymap_put(hv_keymap *m, const void *key, size_t len, size_t value);
-
-/*
- * Interned strings: hv_strpool_get returns the pool's copy of s (added on
- * first use), stable until hv_strpool_free; NULL when out of memory. A
- * zeroed pool is ready after hv_strpool_init. (Implemented in cmd_merge.c.)
- */
-typedef struct hv_strpool {
-	hv_keymap *map;
-	char **strs;
-	size_t n, cap;
-} hv_strpool;
-int hv_strpool_init(hv_strpool *p);
-void hv_strpool_free(hv_strpool *p);
-const char *hv_strpool_get(hv_strpool *p, const char *s);
-
-/* snprintf into err (when err and errlen are nonzero). (cmd_merge.c) */
-void hv_seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif /* ALLOCPROF_CLI_HEAPVIEW_H */

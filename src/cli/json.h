@@ -1,8 +1,8 @@
 /*
  * json.h: a tiny streaming JSON writer for the CLI's --json outputs. It
  * tracks nesting so commas are placed for the caller, escapes strings
- * correctly (quotes, backslash, control characters; invalid UTF-8 becomes
- * U+FFFD so the output is always valid JSON) and prints non-finite numbers
+ * correctly (text.h: quotes, backslash, control characters; invalid UTF-8
+ * becomes U+FFFD so the output is always valid JSON) and prints non-finite numbers
  * as null. Output is compact, one value per call.
  */
 #ifndef ALLOCPROF_CLI_JSON_H
@@ -36,8 +36,6 @@ void json_int(json_writer *w, int64_t v);
 void json_uint(json_writer *w, uint64_t v);
 void json_bool(json_writer *w, bool v);
 void json_null(json_writer *w);
-/* Write s as a JSON string literal (with quotes) to f. */
-void json_write_escaped(FILE *f, const char *s);
 /* Whether nesting stayed within bounds and no write error occurred. */
 bool json_ok(const json_writer *w);
 

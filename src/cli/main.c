@@ -29,8 +29,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: allocprof COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(out, "  %-8s %s%s\n", commands[i].name, commands[i].summary,
-			commands[i].fn ? "" : " (not in this build)");
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'allocprof COMMAND --help' describes a command.\n");
 }
 
@@ -53,11 +52,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		if (!commands[i].fn) {
-			ap_cli_error("'%s' is not available in this build",
-				     commands[i].name);
-			return AP_EXIT_USAGE;
-		}
 		ap_cli_set_progname(commands[i].name);
 		return commands[i].fn(argc - 1, argv + 1);
 	}

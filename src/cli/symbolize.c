@@ -33,7 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "heapview.h"
+#include "keymap.h"
+#include "profmerge.h"
 
 #define MAX_INLINE 64
 

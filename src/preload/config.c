@@ -13,6 +13,9 @@
 #include "allocprof/sampler.h"
 #include "unwinder.h"
 
+/* The values of unwinder= (unwinder.h names them; defined here so the
+ * table links without the unwinders themselves). */
+const char *const unwinder_names[] = { "libunwind", "libgcc", "fp", NULL };
 static const char *const format_names[] = { "pprof", "heap_v2", NULL };
 static const char *const fork_names[] = { "follow", "stop", NULL };
 

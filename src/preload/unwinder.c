@@ -25,8 +25,6 @@
 
 #include "allocprof/common.h"
 
-const char *const unwinder_names[] = { "libunwind", "libgcc", "fp", NULL };
-
 static uintptr_t self_lo, self_hi;
 
 void unwind_set_self(uintptr_t lo, uintptr_t hi)

@@ -27,6 +27,7 @@
 #include "cli_util.h"
 #include "heapview.h"
 #include "json.h"
+#include "profmerge.h"
 
 #include "aptest.h"
 #include "report_synth.h"

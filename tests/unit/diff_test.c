@@ -1,11 +1,14 @@
 /*
  * diff_test.c: the difference intervals of allocprof diff and the folded
- * helpers (src/cli/views_util.c, from the command's object library).
+ * helpers (src/cli/diffstat.c, folded.c and text.c, from the command's
+ * object library).
  * The statistical behaviour over many runs (no false alarms at the nominal
  * rate, a doubled site found) is tests/stats/diff_*_test.c.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "views_util.h"
+#include "diffstat.h"
+#include "folded.h"
+#include "text.h"
 
 #include "allocprof/common.h"
 #include "allocprof/estimate.h"
@@ -148,7 +151,7 @@ static char *frame_string(const char *name, bool first)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	vu_folded_frame(f, name, first);
+	txt_folded_frame(f, name, first);
 	fclose(f);
 	return buf;
 }
@@ -186,7 +189,7 @@ AP_TEST(rounded_weights_keep_the_total)
 	double in[] = {0.4, 0.4, 0.4, 0.4, 0.4, 1e9 + 0.5, 2.6, (double)NAN, -5, 0};
 	size_t n = sizeof in / sizeof in[0];
 	uint64_t out[sizeof in / sizeof in[0]];
-	vu_round_weights(in, n, out);
+	folded_round_weights(in, n, out);
 	uint64_t sum = 0;
 	double exact = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -7,7 +7,9 @@
  * escaping, hooks and determinism.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "cli_util.h"
 #include "flamegraph.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,7 +142,7 @@ static char *escape_to_string(const char *s, size_t max)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	ap_fg_xml_escape(f, s, max);
+	txt_xml_escape(f, s, max);
 	fclose(f);
 	return buf;
 }
@@ -315,6 +317,32 @@ AP_TEST(an_empty_graph_is_still_a_document)
 	ap_fg_destroy(g);
 }
 
+AP_TEST(script_is_embedded_and_its_hint_matches_the_details_line)
+{
+	ap_fg *g = ap_fg_create(0, NULL);
+	AP_CHECK(g);
+	AP_CHECK_EQ_INT(add3(g, "main", NULL, NULL, 1), 0);
+	char *svg = render(g, NULL);
+	AP_CHECK(svg);
+	/* flamegraph.js is embedded without its leading // description. */
+	const char *script = strstr(svg, "<script type=\"text/ecmascript\"><![CDATA[\n");
+	AP_CHECK(script);
+	AP_CHECK(script && !strncmp(strchr(script, '\n') + 1, "(function () {\n", 15));
+	AP_CHECK(!strstr(svg, "// flamegraph.js"));
+	/* The hint the C side writes into #details is the script's HINT. */
+	const char *d = strstr(svg, "<text id=\"details\"");
+	AP_CHECK(d);
+	if (d) {
+		d = strchr(d, '>') + 1;
+		const char *end = strstr(d, "</text>");
+		char want[256];
+		snprintf(want, sizeof want, "var HINT = '%.*s';\n", (int)(end - d), d);
+		AP_CHECK_MSG(end - d > 10 && strstr(svg, want), "%s", want);
+	}
+	free(svg);
+	ap_fg_destroy(g);
+}
+
 AP_TEST(labels_are_truncated_to_fit_their_frame)
 {
 	ap_fg *g = ap_fg_create(0, NULL);
@@ -336,17 +364,17 @@ AP_TEST(labels_are_truncated_to_fit_their_frame)
 AP_TEST(bytes_are_formatted_for_people)
 {
 	char b[32];
-	ap_fg_format_bytes(0, b, sizeof b);
+	ap_cli_format_bytes(0, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "0 B"));
-	ap_fg_format_bytes(1023, b, sizeof b);
+	ap_cli_format_bytes(1023, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "1023 B"));
-	ap_fg_format_bytes(1536, b, sizeof b);
+	ap_cli_format_bytes(1536, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "1.50 KiB"));
-	ap_fg_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
+	ap_cli_format_bytes(-3.0 * 1024 * 1024, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "-3.00 MiB"));
-	ap_fg_format_bytes((double)NAN, b, sizeof b);
+	ap_cli_format_bytes((double)NAN, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK(!strcmp(b, "n/a"));
-	ap_fg_format_bytes(1e30, b, sizeof b);
+	ap_cli_format_bytes(1e30, AP_BYTES_FIXED, b, sizeof b);
 	AP_CHECK_MSG(strstr(b, "EiB"), "%s", b);
 }
 

@@ -1,18 +1,20 @@
 /*
  * heapview_test.c: the heap view (src/cli/heapview.c), profile merging
- * (src/cli/cmd_merge.c), loading (src/cli/cmd_convert.c) and the JSON
- * writer (src/cli/json.c).
- *
- * The CLI's sources are not a library the test build links, so this file
- * compiles them in directly (the symbolizer stays out: heapview reaches it
- * through a weak reference, and these profiles are already symbolized).
+ * (profmerge.c), loading (profload.c), the key map (keymap.c) and the JSON
+ * writer (json.c), from the command's object library. The profiles here
+ * are already symbolized, so loading them never opens a binary.
  */
 #define _GNU_SOURCE
+#include "allocprof/heapv2.h"
 #include "cli_util.h"
 #include "heapview.h"
 #include "json.h"
+#include "keymap.h"
+#include "profload.h"
+#include "profmerge.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../stats/report_synth.h"
 #include "aptest.h"
@@ -383,6 +385,65 @@ AP_TEST(load_rejects_every_truncation)
 		AP_CHECK_MSG(rc != 0 && q == NULL, "truncated at %zu accepted", cut);
 	}
 	free(enc);
+}
+
+/* gzip (RFC 1952) of (in, n) into a malloc'd buffer; NULL on failure. */
+static unsigned char *gzip_bytes(const void *in, size_t n, size_t *out_len)
+{
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	uLong cap = deflateBound(&z, (uLong)n) + 32;
+	unsigned char *out = malloc(cap);
+	z.next_in = (Bytef *)(uintptr_t)in;
+	z.avail_in = (uInt)n;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	int rc = out ? deflate(&z, Z_FINISH) : Z_MEM_ERROR;
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* A gzip'd heap_v2 text profile loads exactly like the plain one (the
+ * loader once sniffed the text header before gunzipping and sent it to
+ * the pprof decoder). */
+AP_TEST(load_reads_gzipped_heap_v2)
+{
+	ap_profile *p, *a = NULL, *b = NULL;
+	char *text = NULL, err[512];
+	size_t len = 0, gzlen = 0;
+	AP_CHECK(synth_profile(three, 3, 4096, 5, 0, &p, NULL) == 0);
+	AP_CHECK(ap_heapv2_encode(p, "", NULL, &text, &len) == 0);
+	ap_profile_destroy(p);
+	unsigned char *gz = text ? gzip_bytes(text, len, &gzlen) : NULL;
+	AP_CHECK(gz);
+	char *plain_path = write_tmp(text, len), *gz_path = write_tmp(gz, gzlen);
+	const char *pp[1] = {plain_path}, *gp[1] = {gz_path};
+	AP_CHECK_EQ_INT(hv_load_profiles(pp, 1, &a, err, sizeof err), 0);
+	AP_CHECK_MSG(hv_load_profiles(gp, 1, &b, err, sizeof err) == 0, "%s", err);
+	if (a && b) {
+		AP_CHECK_EQ_U64(a->nsamples, b->nsamples);
+		AP_CHECK_EQ_U64(a->nsample_types, b->nsample_types);
+		for (size_t i = 0; i < a->nsamples && i < b->nsamples; i++)
+			for (size_t k = 0; k < a->nsample_types; k++)
+				AP_CHECK(a->samples[i].values[k] ==
+					 b->samples[i].values[k]);
+	}
+	ap_profile_destroy(a);
+	ap_profile_destroy(b);
+	unlink(plain_path);
+	unlink(gz_path);
+	free(plain_path);
+	free(gz_path);
+	free(text);
+	free(gz);
 }
 
 AP_TEST(json_escapes_and_nests)

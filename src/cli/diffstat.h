@@ -1,17 +1,18 @@
 /*
- * views_util.h: the arithmetic behind allocprof diff and folded that does
- * not depend on how profiles are loaded: the confidence interval of a
- * difference between two independent estimates, the "nothing sampled" upper
- * bound, folded-stack frame sanitising and weight rounding that preserves
- * the total. Kept apart from heapview so it can be unit-tested alone.
+ * diffstat.h: the arithmetic behind allocprof diff and the differential
+ * flame graph: the confidence interval of a difference between two
+ * independent estimates, the "nothing sampled" upper bound, the sides of a
+ * difference taken from heap views (heapview.h), and the site-by-site join
+ * of two views that allocprof diff prints.
  */
-#ifndef ALLOCPROF_CLI_VIEWS_UTIL_H
-#define ALLOCPROF_CLI_VIEWS_UTIL_H
+#ifndef ALLOCPROF_CLI_DIFFSTAT_H
+#define ALLOCPROF_CLI_DIFFSTAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
+
+#include "heapview.h"
 
 /* One side (BASE or NEW) of a difference. */
 typedef struct vu_side {
@@ -66,19 +67,41 @@ double vu_empty_upper(double rate, double level);
 const char *vu_method_name(vu_method m); /* "exact", "normal", "combined" */
 
 /*
- * Write one frame of a folded line: ';' becomes ':', control characters
- * (newline included) become '?', an empty or NULL name becomes
- * "[unknown]"; leading spaces are dropped when first is true (a folded line
- * must not start with a space).
+ * One side of a difference from a statistic of view v (NULL = the site is
+ * absent there): its own interval at level sqrt(level), or, with no
+ * sample, [0, vu_empty_upper] (exact 0 at rate 1).
  */
-void vu_folded_frame(FILE *out, const char *name, bool first);
+void vu_diff_side(const hv_view *v, const hv_stat *st, double level,
+		  vu_side *out);
+/* NEW - BASE of a site (b in view vb, n in view vn; either may be NULL)
+ * with its interval at level (vu_diff_interval's rule). 0 or AP_EINVAL. */
+int vu_diff_stats(const hv_view *vb, const hv_stat *b, const hv_view *vn,
+		  const hv_stat *n, double level, vu_diff *out);
+
+/* One site of two views: either side may be missing (NULL). */
+typedef struct vu_row {
+	const char *name;
+	const hv_site *base, *nw;
+	vu_diff d; /* NEW - BASE; lo, hi NaN when no interval can be given */
+} vu_row;
+
+/* The sites of BASE and NEW matched by name, and their totals. */
+typedef struct vu_join {
+	const hv_view *vb, *vn;
+	double level;
+	vu_row *rows;   /* by the size of the change, largest first */
+	size_t nrows;
+	vu_row total;   /* the change of the totals */
+	hv_stat total_base, total_new;
+} vu_join;
 
 /*
- * Round n non-negative weights to integers so that they sum to the rounded
- * sum of the inputs and each moves by less than 1 (cumulative rounding:
- * out[i] = round(prefix_i) - round(prefix_{i-1})). NaN and negative inputs
- * count as 0.
+ * Join the sites of vb and vn by display name (a site missing on one side
+ * counts as 0 there, with vu_diff_side's bound) and compute each change at
+ * level. 0, or -1 when out of memory. Free with vu_join_free.
  */
-void vu_round_weights(const double *in, size_t n, uint64_t *out);
+int vu_join_views(const hv_view *vb, const hv_view *vn, double level,
+		  vu_join *out);
+void vu_join_free(vu_join *j);
 
 #endif

@@ -1,0 +1,59 @@
+/*
+ * cmdopts.h: command-line plumbing shared by diff, flame and folded: the
+ * options that choose a heap view (--alloc/--inuse, --requested/--usable,
+ * --focus/--ignore, --level), opening profiles with a one-line error and
+ * the right exit status, and the unknown-option message. Part of the
+ * command layer: only cmd_*.c include it.
+ */
+#ifndef ALLOCPROF_CLI_CMDOPTS_H
+#define ALLOCPROF_CLI_CMDOPTS_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "heapview.h"
+
+/* getopt_long codes of the shared options; commands number theirs from
+ * VC_OPT_END on. */
+enum {
+	VC_OPT_ALLOC = 256,
+	VC_OPT_INUSE,
+	VC_OPT_REQUESTED,
+	VC_OPT_USABLE,
+	VC_OPT_FOCUS,
+	VC_OPT_IGNORE,
+	VC_OPT_LEVEL,
+	VC_OPT_HELP,
+	VC_OPT_END
+};
+
+/* struct option entries for the shared options (place first in a table). */
+#define VC_VIEW_LONGOPTS                                                     \
+	{"alloc", no_argument, NULL, VC_OPT_ALLOC},                          \
+	{"inuse", no_argument, NULL, VC_OPT_INUSE},                          \
+	{"requested", no_argument, NULL, VC_OPT_REQUESTED},                  \
+	{"usable", no_argument, NULL, VC_OPT_USABLE},                        \
+	{"focus", required_argument, NULL, VC_OPT_FOCUS},                    \
+	{"ignore", required_argument, NULL, VC_OPT_IGNORE},                  \
+	{"level", required_argument, NULL, VC_OPT_LEVEL},                    \
+	{"help", no_argument, NULL, VC_OPT_HELP}
+
+/*
+ * Apply shared option opt (with its argument) to o. Returns 0 when handled,
+ * -1 when opt is not a shared option, or AP_EXIT_USAGE after printing why
+ * the argument is bad.
+ */
+int vc_view_option(int opt, const char *arg, hv_options *o);
+
+/* The message for an option getopt_long rejected; returns AP_EXIT_USAGE. */
+int vc_bad_option(const char *cmd, char **argv);
+
+/*
+ * hv_open with the error printed as one line. 0, or the exit status:
+ * AP_EXIT_USAGE for bad options (e.g. a regex), AP_EXIT_INPUT otherwise.
+ */
+int vc_open(const char *const *paths, size_t n, const hv_options *o,
+	    hv_view **out);
+
+#endif
