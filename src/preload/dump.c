@@ -17,10 +17,12 @@
 #include <limits.h>
 #include <link.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "allocprof/codec.h"
@@ -377,14 +379,118 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 
 /* ---- writing ---------------------------------------------------------------- */
 
-int dump_write_atomic(const char *path, const void *buf, size_t len)
+/* ---- writing files --------------------------------------------------------- */
+
+/*
+ * Write through an unnamed temporary file (O_TMPFILE) in path's directory:
+ * a process killed while writing leaves no file behind, since the inode has
+ * no name until it is complete. It is then linked as path itself when path
+ * does not exist yet (no window at all), else under a temporary name and
+ * renamed over path (a kill between those two calls, microseconds apart,
+ * is the only way to leave a "NAME.tmp.PID.N"). 1 when the file system has
+ * no O_TMPFILE (the caller falls back), 0 done, -1 failed (errno set).
+ */
+static int write_unnamed(const char *path, const void *buf, size_t len)
 {
-	if (ap_file_write_atomic(path, buf, len, 0600) == 0)
+	static _Atomic unsigned long seq;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t dn = slash ? (size_t)(slash - path) : 1;
+	if (slash && dn == 0)
+		dn = 1; /* "/name": the root */
+	if (dn >= sizeof dir)
+		return 1;
+	memcpy(dir, slash ? path : ".", dn);
+	dir[dn] = '\0';
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EISDIR || errno == EOPNOTSUPP || errno == EINVAL ? 1 : -1;
+	char proc[64], tmp[PATH_MAX];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	int rc = -1;
+	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+			rc = 0;
+		} else if (errno == EEXIST) {
+			int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path,
+					 (long)getpid(), atomic_fetch_add(&seq, 1));
+			if (k > 0 && (size_t)k < sizeof tmp &&
+			    linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+				rc = rename(tmp, path);
+				if (rc != 0) {
+					int e = errno;
+					unlink(tmp);
+					errno = e;
+				}
+			} else if (k <= 0 || (size_t)k >= sizeof tmp) {
+				errno = ENAMETOOLONG;
+			}
+		} else if (errno == ENOENT) {
+			/* No /proc: link through the name instead. */
+			int e = errno;
+			close(fd);
+			errno = e;
+			return 1;
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int dump_write_named(const char *what, const char *path, const void *buf, size_t len)
+{
+	struct stat st;
+	int rc = 1;
+	if (!(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+		rc = write_unnamed(path, buf, len);
+	if (rc == 1)
+		rc = ap_file_write_atomic(path, buf, len, 0600) == 0 ? 0 : -1;
+	if (rc == 0)
 		return 0;
 	int e = errno;
-	rt_log("cannot write profile %s: %s", path, strerror(e));
+	if (what)
+		rt_log("cannot write %s %s: %s", what, path, strerror(e));
 	errno = e;
 	return AP_EIO;
+}
+
+/*
+ * Profile write failures, rate-limited: a full disk under interval=1s
+ * would otherwise print a line a second. The first failure is printed;
+ * later ones are counted and summarised at failure 10, 100, 1000, ...
+ * and when writing works again.
+ */
+static _Atomic uint64_t failures;
+
+static bool power_of_ten(uint64_t n)
+{
+	while (n >= 10 && n % 10 == 0)
+		n /= 10;
+	return n == 1;
+}
+
+int dump_write_atomic(const char *path, const void *buf, size_t len)
+{
+	int rc = dump_write_named(NULL, path, buf, len);
+	int e = errno;
+	if (rc == 0) {
+		uint64_t n = atomic_exchange(&failures, 0);
+		if (n > 1)
+			rt_log("wrote %s after %llu failed profile writes", path,
+			       (unsigned long long)n);
+		return 0;
+	}
+	uint64_t n = atomic_fetch_add(&failures, 1) + 1;
+	if (n == 1)
+		rt_log("cannot write profile %s: %s (further failures are counted, "
+		       "not each printed)", path, strerror(e));
+	else if (power_of_ten(n))
+		rt_log("cannot write profile %s: %s (%llu failures so far)", path,
+		       strerror(e), (unsigned long long)n);
+	errno = e;
+	return rc;
 }
 
 #ifdef DUMP_HAVE_HEAPV2
