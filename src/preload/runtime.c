@@ -42,6 +42,7 @@
 
 #include "allocprof/runtime.h"
 #include "http_runtime.h"
+#include "procs.h"
 #include "unwinder.h"
 
 runtime rt;
@@ -344,7 +345,7 @@ static void fork_parent(void)
 	rt_tls.guard--;
 }
 
-static void fork_child(void)
+void rt_adopt_child(void)
 {
 	/* Re-initialise rather than unlock: the locks were taken by the
 	 * parent's thread, whose id the child does not have. */
@@ -363,6 +364,11 @@ static void fork_child(void)
 		rt.forked_child = true;
 		dumper_atfork_child();
 	}
+}
+
+static void fork_child(void)
+{
+	rt_adopt_child();
 	rt_tls.guard--;
 }
 
@@ -443,6 +449,7 @@ static bool do_init(void)
 	rt.start_realtime_ns = realtime_ns();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	dumper_configure();
+	procs_init();
 	if (rt.opt.verbose)
 		rt_log("profiling pid %ld: rate=%llu unwinder=%s max_depth=%llu "
 		       "output=%s sampled-block range=%zu MiB",
@@ -747,6 +754,12 @@ __attribute__((destructor)) static void rt_destructor(void)
 {
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
+	if (!procs_check_pid()) {
+		procs_shared_exit(); /* a vfork child: nothing here is its own */
+		return;
+	}
+	if (atomic_load(&rt.state) != RT_READY)
+		return; /* adopted as a fork=stop child */
 	rt_tls.guard++;
 	http_runtime_stop();
 	dumper_stop();
