@@ -340,6 +340,19 @@ static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_
 	return rc;
 }
 
+static int add_warning_comment(ap_profile *p, arena *a, const char *warning)
+{
+	static const char key[] = "allocprof.warning=";
+	size_t n = sizeof key + strlen(warning);
+	char *text = arena_alloc(a, n);
+	if (!text)
+		return AP_ENOMEM;
+	snprintf(text, n, "%s%s", key, warning);
+	int rc = ap_profile_add_comment(p, text);
+	arena_free(a, text);
+	return rc;
+}
+
 static uint64_t realtime_now(void)
 {
 	struct timespec ts;
@@ -368,6 +381,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)
 		rc = add_hist_comment(p, in->a, "lifetime_ns", in->table->hist_lifetime);
+	if (rc == 0 && in->warning)
+		rc = add_warning_comment(p, in->a, in->warning);
 	arena_free(in->a, maps.v);
 	if (rc != 0) {
 		ap_profile_destroy(p);

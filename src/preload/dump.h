@@ -32,6 +32,8 @@ typedef struct dump_input {
 	int format;                 /* rt_format */
 	uint64_t start_realtime_ns; /* profile start, for duration_nanos */
 	bool with_mappings;         /* false in tests that want no mappings */
+	const char *warning;        /* NULL, or a comment "allocprof.warning=..."
+				       (detect.h: the runtime saw nothing) */
 } dump_input;
 
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dump.h"
+#include "detect.h"
 #include "procs.h"
 
 static sem_t wake;
@@ -248,7 +249,8 @@ int dumper_dump_now(const char *path)
 			  .period = rt.opt.rate,
 			  .format = rt.opt.format,
 			  .start_realtime_ns = rt.start_realtime_ns,
-			  .with_mappings = true };
+			  .with_mappings = true,
+			  .warning = detect_warning() };
 	int rc = dump_write_file(&in, path);
 	if (rc == 0 && named)
 		procs_file_written(path);

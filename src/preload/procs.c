@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detect.h"
 #include "runtime_core.h"
 
 #define NSIG_MAX 64
@@ -147,6 +148,7 @@ void (*procs_signal(int sig, void (*handler)(int), int flags, bool mask_self))(i
 void procs_init(void)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
+	detect_init();
 	void *f = dlsym(RTLD_NEXT, "sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);

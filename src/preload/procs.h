@@ -38,8 +38,8 @@
 #define PROCS_SIGNAL_WAIT_MS 5000
 
 /* At initialisation (guard set, after dumper_configure): remember the start
- * time for the name rule, resolve the real sigaction, install the dump_on
- * handlers. */
+ * time for the name rule, check that the program's malloc is the runtime's
+ * (detect.h), resolve the real sigaction, install the dump_on handlers. */
 void procs_init(void);
 
 /* Whether a handler of the runtime is installed for a dump_on signal (the
