@@ -11,12 +11,14 @@
 
 #include "allocprof/fileio.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +50,25 @@ typedef struct map_list {
 	map_ent *v;
 	size_t n, cap;
 	bool failed;
+	const char *only; /* non-NULL: just the object of this name ... */
+	uintptr_t only_addr; /* ... loaded at this base */
 } map_list;
+
+/* A new entry at the end of l, or NULL (l->failed set). */
+static map_ent *map_push(map_list *l)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		map_ent *nv = arena_realloc(l->a, l->v, cap * sizeof *nv);
+		if (!nv) {
+			l->failed = true;
+			return NULL;
+		}
+		l->v = nv;
+		l->cap = cap;
+	}
+	return &l->v[l->n++];
+}
 
 static void hex(const unsigned char *b, size_t n, char *out, size_t cap)
 {
@@ -95,7 +115,10 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size;
 	map_list *l = data;
 	char path[PATH_MAX];
-	if (l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
+	if (l->only && (info->dlpi_addr != l->only_addr || !info->dlpi_name ||
+			strcmp(info->dlpi_name, l->only) != 0))
+		return 0;
+	if (!l->only && l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
 		/* The main program comes first, with an empty name. */
 		ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
 		if (k <= 0)
@@ -118,17 +141,9 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 16;
-			map_ent *nv = arena_realloc(l->a, l->v, cap * sizeof *nv);
-			if (!nv) {
-				l->failed = true;
-				return 1;
-			}
-			l->v = nv;
-			l->cap = cap;
-		}
-		map_ent *m = &l->v[l->n++];
+		map_ent *m = map_push(l);
+		if (!m)
+			return 1;
 		m->start = info->dlpi_addr + ph->p_vaddr;
 		m->limit = m->start + ph->p_memsz;
 		m->offset = ph->p_offset;
@@ -138,10 +153,82 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/*
+ * Mappings of objects the program has dlclose'd (dump_retire_object), so
+ * samples taken in them keep a file and build ID to be symbolised with.
+ * Entries are kept for the process's life, at most RETIRED_MAX of them.
+ */
+#define RETIRED_MAX 4096
+static map_list retired;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dump_retire_object(arena *a, void *handle)
+{
+	struct link_map *lm = NULL;
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name ||
+	    lm->l_name[0] != '/')
+		return;
+	map_list one;
+	memset(&one, 0, sizeof one);
+	one.a = a;
+	one.only = lm->l_name;
+	one.only_addr = lm->l_addr;
+	dl_iterate_phdr(map_cb, &one);
+	pthread_mutex_lock(&retired_lock);
+	retired.a = a;
+	for (size_t i = 0; i < one.n && retired.n < RETIRED_MAX; i++) {
+		bool known = false;
+		for (size_t j = 0; j < retired.n && !known; j++)
+			known = retired.v[j].start == one.v[i].start &&
+				strcmp(retired.v[j].path, one.v[i].path) == 0;
+		map_ent *m = known ? NULL : map_push(&retired);
+		if (m)
+			*m = one.v[i];
+	}
+	retired.failed = false;
+	pthread_mutex_unlock(&retired_lock);
+	arena_free(a, one.v);
+}
+
+void dump_retired_lock(void)
+{
+	pthread_mutex_lock(&retired_lock);
+}
+
+void dump_retired_unlock(void)
+{
+	pthread_mutex_unlock(&retired_lock);
+}
+
+void dump_retired_reset_lock(void)
+{
+	pthread_mutex_init(&retired_lock, NULL);
+}
+
+/* Append the retired mappings no loaded object overlaps now (an address
+ * range reused by a later object belongs to that object). */
+static void add_retired(map_list *l)
+{
+	pthread_mutex_lock(&retired_lock);
+	size_t live = l->n;
+	for (size_t i = 0; i < retired.n && !l->failed; i++) {
+		const map_ent *r = &retired.v[i];
+		bool overlaps = false;
+		for (size_t j = 0; j < live && !overlaps; j++)
+			overlaps = r->start < l->v[j].limit && l->v[j].start < r->limit;
+		map_ent *m = overlaps ? NULL : map_push(l);
+		if (m)
+			*m = *r;
+	}
+	pthread_mutex_unlock(&retired_lock);
+}
+
 static int add_mappings(ap_profile *p, arena *a, map_list *l)
 {
 	l->a = a;
 	dl_iterate_phdr(map_cb, l);
+	if (!l->failed)
+		add_retired(l);
 	if (l->failed)
 		return AP_ENOMEM;
 	for (size_t i = 0; i < l->n; i++) {

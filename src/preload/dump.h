@@ -36,6 +36,18 @@ typedef struct dump_input {
 				       (detect.h: the runtime saw nothing) */
 } dump_input;
 
+/*
+ * Before dlclose(handle): remember the executable mappings of its object
+ * (path, build ID, addresses, file offsets) so that later profiles still
+ * attribute samples taken in it to that file, for symbolisation, after it
+ * is unmapped. Memory from a. Thread-safe; never call from a signal
+ * handler. The lock functions are for fork handlers.
+ */
+void dump_retire_object(arena *a, void *handle);
+void dump_retired_lock(void);
+void dump_retired_unlock(void);
+void dump_retired_reset_lock(void);
+
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */
 int dump_build_profile(const dump_input *in, ap_profile **out);
 

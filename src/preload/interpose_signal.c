@@ -1,14 +1,20 @@
 /*
- * interpose_signal.c: sigaction and signal exported by
- * liballocprof_preload.so, so that a program sees the default action for a
- * signal the runtime is watching for dump_on= (procs.h), and so that any
- * handler the program installs takes the signal over from the runtime.
- * Signals the runtime does not watch go straight to libc's sigaction.
+ * interpose_signal.c: the libc entry points other than the malloc family
+ * that liballocprof_preload.so exports (procs.h).
+ *
+ * sigaction and signal, so that a program sees the default action for a
+ * signal the runtime is watching for dump_on=, and so that any handler the
+ * program installs takes the signal over from the runtime. Signals the
+ * runtime does not watch go straight to libc's sigaction.
+ *
+ * dlclose, so that the mappings of an object about to be unloaded are
+ * remembered and samples taken in it can still be symbolised.
  *
  * signal and bsd_signal install with BSD semantics (SA_RESTART, the signal
  * blocked in its handler) and sysv_signal with System V's (SA_RESETHAND |
  * SA_NODEFER), as glibc's do.
  */
+#include <dlfcn.h>
 #include <signal.h>
 
 #include "procs.h"
@@ -38,4 +44,9 @@ EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
 EXPORT handler_fn sysv_signal(int sig, handler_fn handler)
 {
 	return procs_signal(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+EXPORT int dlclose(void *handle)
+{
+	return procs_dlclose(handle);
 }

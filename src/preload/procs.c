@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "detect.h"
+#include "dump.h"
 #include "runtime_core.h"
 
 #define NSIG_MAX 64
@@ -183,6 +184,26 @@ void procs_shared_exit(void)
 {
 	if (rt.opt.dump_at_exit)
 		dumper_dump_for_signal(PROCS_SIGNAL_WAIT_MS);
+}
+
+/* ---- dlclose -------------------------------------------------------------- */
+
+static int (*real_dlclose)(void *);
+
+int procs_dlclose(void *handle)
+{
+	if (handle && atomic_load(&rt.state) == RT_READY && !rt_tls.guard) {
+		rt_tls.guard++;
+		dump_retire_object(&rt.a, handle);
+		rt_tls.guard--;
+	}
+	if (!real_dlclose) {
+		void *f = dlsym(RTLD_NEXT, "dlclose");
+		if (!f)
+			return -1;
+		memcpy(&real_dlclose, &f, sizeof f);
+	}
+	return real_dlclose(handle);
 }
 
 /* ---- names ----------------------------------------------------------------- */

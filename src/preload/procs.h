@@ -73,6 +73,10 @@ int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap);
 /* After writing path: remember it as this process's own. */
 void procs_file_written(const char *path);
 
+/* The interposed dlclose (interpose_signal.c): remember the object's
+ * mappings for later profiles (dump_retire_object), then unload it. */
+int procs_dlclose(void *handle);
+
 /* The interposed sigaction and signal (interpose_signal.c). */
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*procs_signal(int sig, void (*handler)(int), int flags, bool mask_self))(int);

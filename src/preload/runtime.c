@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "dump.h"
 #include "http_runtime.h"
 #include "procs.h"
 #include "unwinder.h"
@@ -329,6 +330,7 @@ static void fork_prepare(void)
 {
 	rt_tls.guard++;
 	pthread_mutex_lock(&rt.dump_lock);
+	dump_retired_lock();
 	table_lock(&rt.table);
 	set_lock_all(&rt_set);
 	arena_lock(&rt.a);
@@ -341,6 +343,7 @@ static void fork_parent(void)
 	arena_unlock(&rt.a);
 	set_unlock_all(&rt_set);
 	table_unlock(&rt.table);
+	dump_retired_unlock();
 	pthread_mutex_unlock(&rt.dump_lock);
 	rt_tls.guard--;
 }
@@ -354,6 +357,7 @@ void rt_adopt_child(void)
 	set_reset_lock(&rt_set);
 	pthread_mutex_init(&rt.table.lock, NULL);
 	pthread_mutex_init(&rt.dump_lock, NULL);
+	dump_retired_reset_lock();
 	rt.pid = (long)getpid();
 	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {
