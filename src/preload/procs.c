@@ -39,6 +39,7 @@ static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static atomic_bool owned[NSIG_MAX];
 static struct sigaction shown[NSIG_MAX];
 static atomic_bool signal_dump_taken;
+static atomic_bool any_armed; /* some install() succeeded */
 
 static struct timespec start_coarse;
 static dev_t own_dev;
@@ -97,14 +98,16 @@ static void install(int sig)
 	atomic_store(&owned[sig], true);
 	if (call_real(sig, &sa, NULL) != 0)
 		atomic_store(&owned[sig], false);
+	else
+		atomic_store(&any_armed, true);
 }
 
 bool procs_signal_dumps_armed(void)
 {
-	for (int s = 1; s < NSIG_MAX; s++)
-		if (atomic_load(&owned[s]))
-			return true;
-	return false;
+	/* Read on every sample (dumper.c): one load. Stays set when the
+	 * program later takes every such signal over; the idle dumper thread
+	 * is harmless then. */
+	return atomic_load_explicit(&any_armed, memory_order_relaxed);
 }
 
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
