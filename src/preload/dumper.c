@@ -12,6 +12,12 @@
  *
  * After fork the child has no dumper thread; if it keeps profiling
  * (fork=follow) the thread is started again by the child's next sample.
+ *
+ * The handler of a terminating signal (dump_on=, procs.c) asks for a dump
+ * through dumper_dump_for_signal and polls for its completion with
+ * nanosleep, bounded, before the signal ends the process; the thread
+ * therefore also runs when such a handler is installed. Missed intervals
+ * (a stopped process) give one dump, never a burst or a catch-up loop.
  */
 #include "runtime_core.h"
 
