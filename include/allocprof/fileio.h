@@ -26,6 +26,10 @@ extern "C" {
 AP_API int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 				unsigned mode);
 
+/* Write all len bytes of buf to fd, retrying short writes and EINTR. 0, or
+ * -1 with errno set (EIO for a write that made no progress). */
+AP_API int ap_file_write_all(int fd, const void *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,8 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int write_all(int fd, const unsigned char *p, size_t len)
+int ap_file_write_all(int fd, const void *buf, size_t len)
 {
+	const unsigned char *p = buf;
 	while (len > 0) {
 		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
@@ -49,7 +50,7 @@ static int fail_keep_errno(int fd, const char *unlink_path)
 static int write_in_place(const char *path, const void *buf, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write_all(fd, buf, len))
+	if (fd < 0 || ap_file_write_all(fd, buf, len))
 		return fail_keep_errno(fd, NULL);
 	if (close(fd))
 		return AP_EIO;
@@ -81,7 +82,7 @@ int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 		      (mode_t)mode);
 	if (fd < 0)
 		return fail_keep_errno(-1, NULL);
-	if (write_all(fd, buf, len) || fsync(fd))
+	if (ap_file_write_all(fd, buf, len) || fsync(fd))
 		return fail_keep_errno(fd, tmp);
 	if (close(fd))
 		return fail_keep_errno(-1, tmp);

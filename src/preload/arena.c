@@ -4,9 +4,11 @@
  *
  * Small blocks: class c holds 16 << c bytes including the 16-byte header;
  * they are bump-allocated from 1 MiB chunks and reused through free lists.
- * Chunks are never returned: the runtime's working set is small and stable
- * (stack tables, one profile at a time). Large blocks: their own mapping,
- * the header records the mapping length so free can munmap it.
+ * Chunks are returned only by arena_destroy, which finds them through a
+ * list kept in each chunk's first 16 bytes: the dumps build their profile
+ * in a scratch arena destroyed afterwards, so a profile's peak does not stay
+ * resident on the long-lived arena's free lists. Large blocks: their own
+ * mapping, the header records the mapping length so free can munmap it.
  */
 #include "arena.h"
 
@@ -67,13 +69,19 @@ int arena_init(arena *a)
 
 void arena_destroy(arena *a)
 {
-	/* Chunks are not tracked individually: the arena lives as long as the
-	 * process in the runtime; tests that create arenas accept the leak of
-	 * their few chunks. Reset the lists so a reuse starts clean. */
+	/* Every chunk goes back; large blocks still allocated are the
+	 * caller's leak. Reset the lists so a reuse starts clean. */
 	if (!a)
 		return;
 	memset(a->free_lists, 0, sizeof a->free_lists);
 	a->chunk_cur = a->chunk_end = NULL;
+	while (a->chunks) {
+		void *next;
+		memcpy(&next, a->chunks, sizeof next);
+		arena_unmap(a->chunks, CHUNK);
+		a->mapped -= CHUNK;
+		a->chunks = next;
+	}
 }
 
 static unsigned size_class(size_t total)
@@ -135,7 +143,10 @@ void *arena_alloc(arena *a, size_t n)
 				return NULL;
 			}
 			a->mapped += CHUNK;
-			a->chunk_cur = chunk;
+			/* The chunk list's link: the first HDR bytes. */
+			memcpy(chunk, &a->chunks, sizeof a->chunks);
+			a->chunks = chunk;
+			a->chunk_cur = chunk + HDR;
 			a->chunk_end = chunk + CHUNK;
 		}
 		h = (block_hdr *)(void *)a->chunk_cur;

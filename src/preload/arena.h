@@ -29,6 +29,7 @@ typedef struct arena {
 	pthread_mutex_t lock;
 	void *free_lists[ARENA_NCLASSES];
 	unsigned char *chunk_cur, *chunk_end;
+	void *chunks;     /* newest chunk; each links the previous in its first word */
 	size_t mapped;    /* bytes currently mapped (chunks + large blocks) */
 	size_t in_use;    /* bytes handed out, headers included */
 	ap_allocator allocator; /* ap_allocator view of this arena */
@@ -38,7 +39,8 @@ typedef struct arena {
 
 /* Set up an empty arena (maps nothing yet). 0 or AP_EINVAL. */
 int arena_init(arena *a);
-/* Unmap everything. Only when no thread can use the arena any more. */
+/* Unmap every chunk (large blocks must have been freed). Only when no
+ * thread can use the arena any more. */
 void arena_destroy(arena *a);
 
 /* n zeroed bytes aligned to 16, or NULL (n = 0 gives a minimal block). */

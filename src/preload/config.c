@@ -67,6 +67,60 @@ static int parse_signal(const char *v, size_t n, void *dst, char *err, size_t er
 	return AP_EINVAL;
 }
 
+/* interval=: 0 (never) or at least RT_INTERVAL_MIN_NS. A value that rounds
+ * to 0 ns but is not written as zero ("0.0000000001s") is refused rather
+ * than taken to mean never. */
+static int parse_interval(const char *v, size_t n, void *dst, char *err, size_t errlen)
+{
+	uint64_t ns;
+	bool nonzero_digit = false;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] >= '1' && v[i] <= '9')
+			nonzero_digit = true;
+	if (ap_options_parse_duration_ns(v, n, &ns) != 0 ||
+	    (ns == 0 && nonzero_digit) || (ns != 0 && ns < RT_INTERVAL_MIN_NS)) {
+		snprintf(err, errlen, "0 (never) or a duration of at least 1ms");
+		return AP_EINVAL;
+	}
+	*(uint64_t *)dst = ns;
+	return 0;
+}
+
+/* dump_on=: terminating signals joined by '+' (',' separates options). */
+static const struct {
+	const char *name;
+	int sig;
+} dump_on_names[] = { { "term", SIGTERM }, { "int", SIGINT },   { "hup", SIGHUP },
+		      { "quit", SIGQUIT }, { "segv", SIGSEGV }, { "abrt", SIGABRT },
+		      { "bus", SIGBUS },   { "fpe", SIGFPE },   { "ill", SIGILL } };
+
+static int parse_dump_on(const char *v, size_t n, void *dst, char *err, size_t errlen)
+{
+	uint64_t mask = 0;
+	if (!(n == 4 && memcmp(v, "none", 4) == 0)) {
+		size_t i = 0;
+		while (i <= n) {
+			size_t j = i;
+			while (j < n && v[j] != '+')
+				j++;
+			size_t k = 0, nk = sizeof dump_on_names / sizeof dump_on_names[0];
+			for (; k < nk; k++)
+				if (strlen(dump_on_names[k].name) == j - i &&
+				    memcmp(dump_on_names[k].name, v + i, j - i) == 0)
+					break;
+			if (k == nk) {
+				snprintf(err, errlen, "none or signals joined by '+' among "
+					 "term int hup quit segv abrt bus fpe ill");
+				return AP_EINVAL;
+			}
+			mask |= 1ULL << dump_on_names[k].sig;
+			i = j + 1;
+		}
+	}
+	*(uint64_t *)dst = mask;
+	return 0;
+}
+
 #define OFF(f) offsetof(rt_options, f)
 
 static const ap_option_spec specs[] = {
@@ -80,8 +134,11 @@ static const ap_option_spec specs[] = {
 	  "write a profile when the program exits" },
 	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
 	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
-	{ "interval", AP_OPT_DURATION, OFF(interval_ns), 0, 0, NULL, 0, NULL,
-	  "dump every this long (30, 1.5s, 500ms, 2m); 0 = never" },
+	{ "interval", AP_OPT_CUSTOM, OFF(interval_ns), 0, 0, NULL, 0, parse_interval,
+	  "dump every this long (30, 1.5s, 500ms, 2m; at least 1ms); 0 = never" },
+	{ "dump_on", AP_OPT_CUSTOM, OFF(dump_on), 0, 0, NULL, 0, parse_dump_on,
+	  "dump when these signals end the program, joined by '+' (default "
+	  "term+int+hup; also quit segv abrt bus fpe ill; none)" },
 	{ "every_bytes", AP_OPT_SIZE, OFF(every_bytes), 0, 0, NULL, 0, NULL,
 	  "dump each time this many more bytes were allocated (estimate)" },
 	{ "peak", AP_OPT_BOOL, OFF(peak), 0, 0, NULL, 0, NULL,
@@ -104,6 +161,8 @@ static const ap_option_spec specs[] = {
 	{ "http", AP_OPT_CUSTOM, OFF(http), 0, 0, NULL, 0, http_parse_listen,
 	  "serve /debug/pprof/heap, /allocs and /metrics on [ADDR:]PORT "
 	  "(127.0.0.1 unless an address is given; 0 = any free port; off)" },
+	{ "http_public", AP_OPT_BOOL, OFF(http_public), 0, 0, NULL, 0, NULL,
+	  "allow http= on an address other than loopback (exposes heap contents)" },
 	{ "http_portfile", AP_OPT_STRING, OFF(http_portfile), 0, 0, NULL,
 	  RT_PATH_CAP, NULL,
 	  "write the endpoint's ADDR:PORT to this file (%p pid, %t time)" },
@@ -128,6 +187,7 @@ void rt_options_default(rt_options *o)
 	o->format = RT_FORMAT_PPROF;
 	o->fork_mode = RT_FORK_FOLLOW;
 	o->range = true;
+	o->dump_on = RT_DUMP_ON_DEFAULT;
 }
 
 int rt_options_parse(rt_options *o, const char *text, ap_option_error_fn on_error,

@@ -10,12 +10,22 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "allocprof/options.h"
 #include "http.h"
 
 #define RT_PATH_CAP 1024
+
+/* The shortest interval= accepted: below it the dumper would do nothing
+ * but write profiles. */
+#define RT_INTERVAL_MIN_NS 1000000ULL
+
+/* dump_on= names (config.c): the terminating signals that may write a
+ * profile when the program leaves them at their default action. */
+#define RT_DUMP_ON_DEFAULT \
+	((1ULL << SIGTERM) | (1ULL << SIGINT) | (1ULL << SIGHUP))
 
 typedef enum { RT_FORMAT_PPROF = 0, RT_FORMAT_HEAPV2 = 1 } rt_format;
 typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
@@ -26,7 +36,8 @@ typedef struct rt_options {
 	uint64_t seed;          /* 0 = random */
 	bool dump_at_exit;
 	int signal;             /* dump on this signal; 0 = none */
-	uint64_t interval_ns;   /* periodic dumps; 0 = none */
+	uint64_t interval_ns;   /* periodic dumps; 0 = none, else at least
+				   RT_INTERVAL_MIN_NS */
 	uint64_t every_bytes;   /* dump each time this many more bytes (HT
 				   estimate) were allocated; 0 = none */
 	bool peak;              /* dump at new in-use peaks (rate-limited) */
@@ -39,7 +50,10 @@ typedef struct rt_options {
 				   address range (design 2, region.h) */
 	bool verbose;
 	bool help;              /* print the option table on stderr at start */
+	uint64_t dump_on;       /* bit 1<<SIG: dump when SIG would end the
+				   program by its default action */
 	http_listen http;       /* HTTP endpoint (http.h); off by default */
+	bool http_public;       /* allow http= on a non-loopback address */
 	char http_portfile[RT_PATH_CAP]; /* where to write the bound ADDR:PORT */
 } rt_options;
 

@@ -11,16 +11,20 @@
 
 #include "allocprof/fileio.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "allocprof/codec.h"
@@ -46,7 +50,25 @@ typedef struct map_list {
 	map_ent *v;
 	size_t n, cap;
 	bool failed;
+	const char *only; /* non-NULL: just the object of this name ... */
+	uintptr_t only_addr; /* ... loaded at this base */
 } map_list;
+
+/* A new entry at the end of l, or NULL (l->failed set). */
+static map_ent *map_push(map_list *l)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		map_ent *nv = arena_realloc(l->a, l->v, cap * sizeof *nv);
+		if (!nv) {
+			l->failed = true;
+			return NULL;
+		}
+		l->v = nv;
+		l->cap = cap;
+	}
+	return &l->v[l->n++];
+}
 
 static void hex(const unsigned char *b, size_t n, char *out, size_t cap)
 {
@@ -93,7 +115,10 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size;
 	map_list *l = data;
 	char path[PATH_MAX];
-	if (l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
+	if (l->only && (info->dlpi_addr != l->only_addr || !info->dlpi_name ||
+			strcmp(info->dlpi_name, l->only) != 0))
+		return 0;
+	if (!l->only && l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
 		/* The main program comes first, with an empty name. */
 		ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
 		if (k <= 0)
@@ -116,17 +141,9 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 16;
-			map_ent *nv = arena_realloc(l->a, l->v, cap * sizeof *nv);
-			if (!nv) {
-				l->failed = true;
-				return 1;
-			}
-			l->v = nv;
-			l->cap = cap;
-		}
-		map_ent *m = &l->v[l->n++];
+		map_ent *m = map_push(l);
+		if (!m)
+			return 1;
 		m->start = info->dlpi_addr + ph->p_vaddr;
 		m->limit = m->start + ph->p_memsz;
 		m->offset = ph->p_offset;
@@ -136,10 +153,82 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/*
+ * Mappings of objects the program has dlclose'd (dump_retire_object), so
+ * samples taken in them keep a file and build ID to be symbolised with.
+ * Entries are kept for the process's life, at most RETIRED_MAX of them.
+ */
+#define RETIRED_MAX 4096
+static map_list retired;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dump_retire_object(arena *a, void *handle)
+{
+	struct link_map *lm = NULL;
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name ||
+	    lm->l_name[0] != '/')
+		return;
+	map_list one;
+	memset(&one, 0, sizeof one);
+	one.a = a;
+	one.only = lm->l_name;
+	one.only_addr = lm->l_addr;
+	dl_iterate_phdr(map_cb, &one);
+	pthread_mutex_lock(&retired_lock);
+	retired.a = a;
+	for (size_t i = 0; i < one.n && retired.n < RETIRED_MAX; i++) {
+		bool known = false;
+		for (size_t j = 0; j < retired.n && !known; j++)
+			known = retired.v[j].start == one.v[i].start &&
+				strcmp(retired.v[j].path, one.v[i].path) == 0;
+		map_ent *m = known ? NULL : map_push(&retired);
+		if (m)
+			*m = one.v[i];
+	}
+	retired.failed = false;
+	pthread_mutex_unlock(&retired_lock);
+	arena_free(a, one.v);
+}
+
+void dump_retired_lock(void)
+{
+	pthread_mutex_lock(&retired_lock);
+}
+
+void dump_retired_unlock(void)
+{
+	pthread_mutex_unlock(&retired_lock);
+}
+
+void dump_retired_reset_lock(void)
+{
+	pthread_mutex_init(&retired_lock, NULL);
+}
+
+/* Append the retired mappings no loaded object overlaps now (an address
+ * range reused by a later object belongs to that object). */
+static void add_retired(map_list *l)
+{
+	pthread_mutex_lock(&retired_lock);
+	size_t live = l->n;
+	for (size_t i = 0; i < retired.n && !l->failed; i++) {
+		const map_ent *r = &retired.v[i];
+		bool overlaps = false;
+		for (size_t j = 0; j < live && !overlaps; j++)
+			overlaps = r->start < l->v[j].limit && l->v[j].start < r->limit;
+		map_ent *m = overlaps ? NULL : map_push(l);
+		if (m)
+			*m = *r;
+	}
+	pthread_mutex_unlock(&retired_lock);
+}
+
 static int add_mappings(ap_profile *p, arena *a, map_list *l)
 {
 	l->a = a;
 	dl_iterate_phdr(map_cb, l);
+	if (!l->failed)
+		add_retired(l);
 	if (l->failed)
 		return AP_ENOMEM;
 	for (size_t i = 0; i < l->n; i++) {
@@ -338,6 +427,19 @@ static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_
 	return rc;
 }
 
+static int add_warning_comment(ap_profile *p, arena *a, const char *warning)
+{
+	static const char key[] = "allocprof.warning=";
+	size_t n = sizeof key + strlen(warning);
+	char *text = arena_alloc(a, n);
+	if (!text)
+		return AP_ENOMEM;
+	snprintf(text, n, "%s%s", key, warning);
+	int rc = ap_profile_add_comment(p, text);
+	arena_free(a, text);
+	return rc;
+}
+
 static uint64_t realtime_now(void)
 {
 	struct timespec ts;
@@ -366,6 +468,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)
 		rc = add_hist_comment(p, in->a, "lifetime_ns", in->table->hist_lifetime);
+	if (rc == 0 && in->warning)
+		rc = add_warning_comment(p, in->a, in->warning);
 	arena_free(in->a, maps.v);
 	if (rc != 0) {
 		ap_profile_destroy(p);
@@ -377,14 +481,118 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 
 /* ---- writing ---------------------------------------------------------------- */
 
-int dump_write_atomic(const char *path, const void *buf, size_t len)
+/* ---- writing files --------------------------------------------------------- */
+
+/*
+ * Write through an unnamed temporary file (O_TMPFILE) in path's directory:
+ * a process killed while writing leaves no file behind, since the inode has
+ * no name until it is complete. It is then linked as path itself when path
+ * does not exist yet (no window at all), else under a temporary name and
+ * renamed over path (a kill between those two calls, microseconds apart,
+ * is the only way to leave a "NAME.tmp.PID.N"). 1 when the file system has
+ * no O_TMPFILE (the caller falls back), 0 done, -1 failed (errno set).
+ */
+static int write_unnamed(const char *path, const void *buf, size_t len)
 {
-	if (ap_file_write_atomic(path, buf, len, 0600) == 0)
+	static _Atomic unsigned long seq;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t dn = slash ? (size_t)(slash - path) : 1;
+	if (slash && dn == 0)
+		dn = 1; /* "/name": the root */
+	if (dn >= sizeof dir)
+		return 1;
+	memcpy(dir, slash ? path : ".", dn);
+	dir[dn] = '\0';
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EISDIR || errno == EOPNOTSUPP || errno == EINVAL ? 1 : -1;
+	char proc[64], tmp[PATH_MAX];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	int rc = -1;
+	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+			rc = 0;
+		} else if (errno == EEXIST) {
+			int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path,
+					 (long)getpid(), atomic_fetch_add(&seq, 1));
+			if (k > 0 && (size_t)k < sizeof tmp &&
+			    linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+				rc = rename(tmp, path);
+				if (rc != 0) {
+					int e = errno;
+					unlink(tmp);
+					errno = e;
+				}
+			} else if (k <= 0 || (size_t)k >= sizeof tmp) {
+				errno = ENAMETOOLONG;
+			}
+		} else if (errno == ENOENT) {
+			/* No /proc: link through the name instead. */
+			int e = errno;
+			close(fd);
+			errno = e;
+			return 1;
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int dump_write_named(const char *what, const char *path, const void *buf, size_t len)
+{
+	struct stat st;
+	int rc = 1;
+	if (!(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+		rc = write_unnamed(path, buf, len);
+	if (rc == 1)
+		rc = ap_file_write_atomic(path, buf, len, 0600) == 0 ? 0 : -1;
+	if (rc == 0)
 		return 0;
 	int e = errno;
-	rt_log("cannot write profile %s: %s", path, strerror(e));
+	if (what)
+		rt_log("cannot write %s %s: %s", what, path, strerror(e));
 	errno = e;
 	return AP_EIO;
+}
+
+/*
+ * Profile write failures, rate-limited: a full disk under interval=1s
+ * would otherwise print a line a second. The first failure is printed;
+ * later ones are counted and summarised at failure 10, 100, 1000, ...
+ * and when writing works again.
+ */
+static _Atomic uint64_t failures;
+
+static bool power_of_ten(uint64_t n)
+{
+	while (n >= 10 && n % 10 == 0)
+		n /= 10;
+	return n == 1;
+}
+
+int dump_write_atomic(const char *path, const void *buf, size_t len)
+{
+	int rc = dump_write_named(NULL, path, buf, len);
+	int e = errno;
+	if (rc == 0) {
+		uint64_t n = atomic_exchange(&failures, 0);
+		if (n > 1)
+			rt_log("wrote %s after %llu failed profile writes", path,
+			       (unsigned long long)n);
+		return 0;
+	}
+	uint64_t n = atomic_fetch_add(&failures, 1) + 1;
+	if (n == 1)
+		rt_log("cannot write profile %s: %s (further failures are counted, "
+		       "not each printed)", path, strerror(e));
+	else if (power_of_ten(n))
+		rt_log("cannot write profile %s: %s (%llu failures so far)", path,
+		       strerror(e), (unsigned long long)n);
+	errno = e;
+	return rc;
 }
 
 #ifdef DUMP_HAVE_HEAPV2

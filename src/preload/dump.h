@@ -32,7 +32,21 @@ typedef struct dump_input {
 	int format;                 /* rt_format */
 	uint64_t start_realtime_ns; /* profile start, for duration_nanos */
 	bool with_mappings;         /* false in tests that want no mappings */
+	const char *warning;        /* NULL, or a comment "allocprof.warning=..."
+				       (detect.h: the runtime saw nothing) */
 } dump_input;
+
+/*
+ * Before dlclose(handle): remember the executable mappings of its object
+ * (path, build ID, addresses, file offsets) so that later profiles still
+ * attribute samples taken in it to that file, for symbolisation, after it
+ * is unmapped. Memory from a. Thread-safe; never call from a signal
+ * handler. The lock functions are for fork handlers.
+ */
+void dump_retire_object(arena *a, void *handle);
+void dump_retired_lock(void);
+void dump_retired_unlock(void);
+void dump_retired_reset_lock(void);
 
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */
 int dump_build_profile(const dump_input *in, ap_profile **out);
@@ -40,8 +54,16 @@ int dump_build_profile(const dump_input *in, ap_profile **out);
 /* Build, encode and write atomically to path. 0, AP_EIO or AP_ENOMEM. */
 int dump_write_file(const dump_input *in, const char *path);
 
-/* Write (buf, len) to path through a temporary file and rename, mode 0600.
- * 0 or AP_EIO (errno kept); a message goes to stderr. */
+/* Write (buf, len) to path atomically, mode 0600: through an unnamed
+ * O_TMPFILE file linked into place where the file system has them (a
+ * process killed mid-write leaves nothing), else a temporary name and
+ * rename. 0 or AP_EIO (errno kept); failures are reported on stderr
+ * rate-limited: the first one, then a count at the 10th, 100th, ... and
+ * when a write succeeds again. */
 int dump_write_atomic(const char *path, const void *buf, size_t len);
+
+/* The same for other files; what (e.g. "port file") names it in the one
+ * line printed on failure (NULL: print nothing). */
+int dump_write_named(const char *what, const char *path, const void *buf, size_t len);
 
 #endif

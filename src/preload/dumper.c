@@ -12,6 +12,12 @@
  *
  * After fork the child has no dumper thread; if it keeps profiling
  * (fork=follow) the thread is started again by the child's next sample.
+ *
+ * The handler of a terminating signal (dump_on=, procs.c) asks for a dump
+ * through dumper_dump_for_signal and polls for its completion with
+ * nanosleep, bounded, before the signal ends the process; the thread
+ * therefore also runs when such a handler is installed. Missed intervals
+ * (a stopped process) give one dump, never a burst or a catch-up loop.
  */
 #include "runtime_core.h"
 
@@ -24,6 +30,8 @@
 #include <unistd.h>
 
 #include "dump.h"
+#include "detect.h"
+#include "procs.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -31,13 +39,15 @@ static pthread_t thread;
 static atomic_bool running;
 static _Atomic long running_pid;
 static atomic_bool stop_req, signal_req, bytes_req, peak_req;
+/* A terminating signal's request (procs.c) and the dumper's answer. */
+static atomic_bool term_req, term_done;
 static _Atomic uint64_t next_bytes_mark;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
-	       rt.opt.peak;
+	       rt.opt.peak || procs_signal_dumps_armed();
 }
 
 static void on_signal(int sig)
@@ -112,11 +122,13 @@ static void *dumper_main(void *arg)
 		if (atomic_load(&stop_req))
 			break;
 		uint64_t now = mono_ns();
-		bool dump = atomic_exchange(&signal_req, false);
+		bool term = atomic_exchange(&term_req, false);
+		bool dump = atomic_exchange(&signal_req, false) || term;
 		if (interval && now >= next_interval) {
 			dump = true;
-			while (next_interval <= now)
-				next_interval += interval;
+			/* One dump however many intervals were missed (a stopped
+			 * process): catching up would only repeat it. */
+			next_interval = now + interval;
 		}
 		if (atomic_exchange(&bytes_req, false))
 			dump = true;
@@ -128,6 +140,8 @@ static void *dumper_main(void *arg)
 		}
 		if (dump)
 			dumper_dump_now(NULL);
+		if (term)
+			atomic_store(&term_done, true);
 	}
 	return NULL;
 }
@@ -202,14 +216,31 @@ void dumper_after_sample(const table_totals *after)
 		sem_post(&wake);
 }
 
+bool dumper_dump_for_signal(unsigned timeout_ms)
+{
+	if (!atomic_load(&running) || atomic_load(&running_pid) != rt.pid)
+		return false;
+	atomic_store(&term_done, false);
+	atomic_store(&term_req, true);
+	sem_post(&wake);
+	struct timespec ms = { 0, 1000000 };
+	for (unsigned i = 0; i < timeout_ms; i++) {
+		if (atomic_load(&term_done))
+			return true;
+		nanosleep(&ms, NULL);
+	}
+	return false;
+}
+
 int dumper_dump_now(const char *path)
 {
 	char name[RT_PATH_CAP];
+	if (!procs_check_pid())
+		return AP_EUNSUPPORTED; /* vfork child: the parent's memory */
 	pthread_mutex_lock(&rt.dump_lock);
+	bool named = !path;
 	if (!path) {
-		int rc = rt_expand_pattern(rt.pattern, rt.pid,
-					   (uint64_t)time(NULL), rt.dump_seq,
-					   rt.forked_child, name, sizeof name);
+		int rc = procs_file_name(rt.pattern, rt.dump_seq, name, sizeof name);
 		if (rc != 0) {
 			pthread_mutex_unlock(&rt.dump_lock);
 			rt_log("output pattern '%s' expands to a name that is too long",
@@ -219,13 +250,22 @@ int dumper_dump_now(const char *path)
 		rt.dump_seq++;
 		path = name;
 	}
+	/* A scratch arena, unmapped after the dump: built in rt.a, whose free
+	 * lists keep blocks for reuse, a profile would keep its peak resident
+	 * (about 1 KB per stack) for the rest of the process's life. */
+	arena scratch;
+	arena_init(&scratch);
 	dump_input in = { .table = &rt.table,
-			  .a = &rt.a,
+			  .a = &scratch,
 			  .period = rt.opt.rate,
 			  .format = rt.opt.format,
 			  .start_realtime_ns = rt.start_realtime_ns,
-			  .with_mappings = true };
+			  .with_mappings = true,
+			  .warning = detect_warning() };
 	int rc = dump_write_file(&in, path);
+	arena_destroy(&scratch);
+	if (rc == 0 && named)
+		procs_file_written(path);
 	pthread_mutex_unlock(&rt.dump_lock);
 	if (rc == 0 && rt.opt.verbose)
 		rt_log("wrote %s", path);

@@ -162,10 +162,15 @@ static const char pprof_html[] =
 static int build_profile(http_server *s, bool allocs, http_buf *body)
 {
 	const http_source *src = &s->src;
+	/* The profile and its encoding live in an arena of their own, unmapped
+	 * afterwards: the shared arena keeps freed blocks for reuse, so a
+	 * profile built there would keep its peak resident for good. */
+	arena scratch;
+	arena_init(&scratch);
 	if (src->dump_lock)
 		pthread_mutex_lock(src->dump_lock);
 	dump_input in = { .table = src->table,
-			  .a = src->a,
+			  .a = &scratch,
 			  .period = src->period,
 			  .format = 0,
 			  .start_realtime_ns = src->start_realtime_ns,
@@ -181,7 +186,7 @@ static int build_profile(http_server *s, bool allocs, http_buf *body)
 	}
 	unsigned char *buf = NULL;
 	size_t len = 0;
-	const ap_allocator *al = arena_allocator(src->a);
+	const ap_allocator *al = arena_allocator(&scratch);
 	if (rc == 0)
 		rc = ap_pprof_encode(p, true, al, &buf, &len);
 	ap_profile_destroy(p);
@@ -194,6 +199,7 @@ static int build_profile(http_server *s, bool allocs, http_buf *body)
 	}
 	if (buf)
 		al->free(al->ctx, buf, len + 1);
+	arena_destroy(&scratch);
 	return rc;
 }
 

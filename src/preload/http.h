@@ -57,9 +57,14 @@ typedef struct http_listen {
  * numeric IPv4 address or "localhost", "[IPv6]:PORT". Names other than
  * localhost are refused (no DNS inside the runtime). "off" disables; a
  * bare "0" means 127.0.0.1 with a kernel-chosen port. Non-loopback
- * addresses (0.0.0.0 included) are used only when written out.
+ * addresses (0.0.0.0 included) are used only when written out, and the
+ * runtime serves them only with http_public=1 (http_runtime.c).
  */
 int http_parse_listen(const char *v, size_t n, void *dst, char *err, size_t errlen);
+
+/* Whether l is a loopback address: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z.
+ * The wildcards (0.0.0.0, ::) are not: they listen on every interface. */
+bool http_listen_is_loopback(const http_listen *l);
 
 /* "127.0.0.1:8080" / "[::1]:8080" into buf. */
 void http_listen_format(const http_listen *l, uint16_t port, char *buf, size_t cap);

@@ -15,9 +15,10 @@
 
 int http_parse_listen(const char *v, size_t n, void *dst, char *err, size_t errlen)
 {
+	/* Kept short: the option parser's message holds about 90 bytes of it. */
 	static const char what[] =
-		"PORT, ADDR:PORT or [IPv6]:PORT with a numeric address or "
-		"localhost, port 0-65535 (0 = any free port), or off";
+		"PORT, ADDR:PORT or [IPv6]:PORT (numeric or localhost; port "
+		"0-65535, 0 = any), or off";
 	http_listen l;
 	memset(&l, 0, sizeof l);
 	if (n == 3 && memcmp(v, "off", 3) == 0) {
@@ -78,4 +79,17 @@ void http_listen_format(const http_listen *l, uint16_t port, char *buf, size_t c
 	if (!inet_ntop(l->v6 ? AF_INET6 : AF_INET, l->addr, a, sizeof a))
 		memcpy(a, "?", 2);
 	snprintf(buf, cap, l->v6 ? "[%s]:%u" : "%s:%u", a, (unsigned)port);
+}
+
+bool http_listen_is_loopback(const http_listen *l)
+{
+	if (!l->v6)
+		return l->addr[0] == 127;
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (memcmp(l->addr, mapped, sizeof mapped) == 0)
+		return l->addr[12] == 127;
+	for (int i = 0; i < 15; i++)
+		if (l->addr[i])
+			return false;
+	return l->addr[15] == 1;
 }

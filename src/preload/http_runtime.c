@@ -9,15 +9,20 @@
  */
 #include "http_runtime.h"
 
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dump.h"
 #include "runtime_core.h"
 
 static http_server *server;
+/* The port file this process wrote, removed when its endpoint stops. */
+static char portfile_written[RT_PATH_CAP];
+static char portfile_line[96];
 /* Set in a fork child that should start its own server (see .h). */
 static atomic_bool child_restart;
 
@@ -56,13 +61,20 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 	char err[256];
 	char where[80];
 	http_listen_format(l, l->port, where, sizeof where);
+	if (!rt.opt.http_public && !http_listen_is_loopback(l)) {
+		rt_log("http=%s: not a loopback address, and the endpoint shows heap "
+		       "addresses and symbols to anyone who connects; add "
+		       "http_public=1 to serve it; the endpoint is off", where);
+		return;
+	}
 	if (http_server_start(l, &src, &server, err, sizeof err) != 0) {
 		rt_log("http=%s: %s; the endpoint is off", where, err);
 		server = NULL;
 		return;
 	}
 	http_listen_format(l, http_server_port(server), where, sizeof where);
-	if (l->port == 0 || verbose)
+	/* A fork child announces itself only through its own port file. */
+	if ((l->port == 0 && !rt.forked_child) || verbose)
 		rt_log("serving on %s", where);
 	char path[RT_PATH_CAP];
 	if (portfile && portfile[0]) {
@@ -74,7 +86,10 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 		}
 		char line[96];
 		int k = snprintf(line, sizeof line, "%s\n", where);
-		dump_write_atomic(path, line, (size_t)k);
+		if (dump_write_named("port file", path, line, (size_t)k) == 0) {
+			memcpy(portfile_written, path, sizeof path);
+			memcpy(portfile_line, line, sizeof line);
+		}
 	}
 }
 
@@ -83,14 +98,31 @@ void http_runtime_stop(void)
 	http_server *s = server;
 	server = NULL;
 	http_server_stop(s);
+	/* The address is stale once the endpoint is gone; a file that no
+	 * longer holds it is another process's now. */
+	if (s && portfile_written[0]) {
+		char now[sizeof portfile_line];
+		int fd = open(portfile_written, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, now, sizeof now - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n >= 0 && (size_t)n == strlen(portfile_line) &&
+		    memcmp(now, portfile_line, (size_t)n) == 0)
+			unlink(portfile_written);
+		portfile_written[0] = '\0';
+	}
 }
 
 void http_runtime_atfork_child(void)
 {
 	http_server_forget(server);
 	server = NULL;
+	portfile_written[0] = '\0'; /* the parent's, not ours to remove */
+	/* Only a child that can be found (its own port file, named by %p)
+	 * serves: one nobody can reach would only cost a thread and a port. */
 	atomic_store(&child_restart, rt.opt.fork_mode == RT_FORK_FOLLOW &&
-					     rt.opt.http.enabled && rt.opt.http.port == 0);
+					     rt.opt.http.enabled && rt.opt.http.port == 0 &&
+					     strstr(rt.opt.http_portfile, "%p") != NULL);
 }
 
 void http_runtime_after_sample(void)
@@ -99,7 +131,5 @@ void http_runtime_after_sample(void)
 		return;
 	if (!atomic_exchange(&child_restart, false))
 		return; /* another thread of the child got here first */
-	/* A port file without %p is the parent's: leave it alone. */
-	const char *pf = strstr(rt.opt.http_portfile, "%p") ? rt.opt.http_portfile : "";
-	http_runtime_start(&rt.opt.http, pf, rt.opt.verbose);
+	http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
 }

@@ -181,6 +181,48 @@ static int parse_field(const char *s, size_t n, httpreq *r)
 }
 
 /*
+ * RFC 9112 6.3: a Content-Length that is not a list of decimal numbers, or
+ * whose fields (or list members) disagree, makes the message's framing
+ * unknowable; a server must answer 400. Equal repeats ("5, 5", or the same
+ * field twice) are one length. Leading zeros compare by value.
+ */
+static bool content_length_ok(const httpreq *r)
+{
+	bool have = false;
+	uint64_t len = 0;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const httpreq_header *h = &r->headers[i];
+		if (!ieq(h->name.p, h->name.n, "content-length"))
+			continue;
+		const char *s = h->value.p;
+		size_t n = h->value.n, j = 0;
+		for (;;) {
+			while (j < n && is_blank(s[j]))
+				j++;
+			uint64_t v = 0;
+			size_t digits = 0;
+			for (; j < n && s[j] >= '0' && s[j] <= '9'; j++, digits++) {
+				if (v > (UINT64_MAX - 9) / 10)
+					return false;
+				v = v * 10 + (uint64_t)(s[j] - '0');
+			}
+			while (j < n && is_blank(s[j]))
+				j++;
+			if (digits == 0 || (have && v != len))
+				return false;
+			have = true;
+			len = v;
+			if (j == n)
+				break;
+			if (s[j] != ',')
+				return false;
+			j++;
+		}
+	}
+	return true;
+}
+
+/*
  * Whether the start of an unfinished request line can still become valid:
  * a method token, then a space. Lets a client speaking another protocol
  * (TLS, say) get its 400 at once instead of after the timeout. Empty lines
@@ -240,6 +282,8 @@ int httpreq_parse(const char *buf, size_t len, size_t max_head, httpreq *out)
 		if (ieq(out->headers[i].name.p, out->headers[i].name.n, "host"))
 			hosts++;
 	if (hosts > 1 || (out->version_minor == 1 && hosts == 0))
+		return AP_ECORRUPT;
+	if (!content_length_ok(out))
 		return AP_ECORRUPT;
 	return 0;
 }

@@ -41,7 +41,9 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "dump.h"
 #include "http_runtime.h"
+#include "procs.h"
 #include "unwinder.h"
 
 runtime rt;
@@ -328,6 +330,7 @@ static void fork_prepare(void)
 {
 	rt_tls.guard++;
 	pthread_mutex_lock(&rt.dump_lock);
+	dump_retired_lock();
 	table_lock(&rt.table);
 	set_lock_all(&rt_set);
 	arena_lock(&rt.a);
@@ -340,11 +343,12 @@ static void fork_parent(void)
 	arena_unlock(&rt.a);
 	set_unlock_all(&rt_set);
 	table_unlock(&rt.table);
+	dump_retired_unlock();
 	pthread_mutex_unlock(&rt.dump_lock);
 	rt_tls.guard--;
 }
 
-static void fork_child(void)
+void rt_adopt_child(void)
 {
 	/* Re-initialise rather than unlock: the locks were taken by the
 	 * parent's thread, whose id the child does not have. */
@@ -353,6 +357,7 @@ static void fork_child(void)
 	set_reset_lock(&rt_set);
 	pthread_mutex_init(&rt.table.lock, NULL);
 	pthread_mutex_init(&rt.dump_lock, NULL);
+	dump_retired_reset_lock();
 	rt.pid = (long)getpid();
 	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {
@@ -363,6 +368,11 @@ static void fork_child(void)
 		rt.forked_child = true;
 		dumper_atfork_child();
 	}
+}
+
+static void fork_child(void)
+{
+	rt_adopt_child();
 	rt_tls.guard--;
 }
 
@@ -443,6 +453,7 @@ static bool do_init(void)
 	rt.start_realtime_ns = realtime_ns();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	dumper_configure();
+	procs_init();
 	if (rt.opt.verbose)
 		rt_log("profiling pid %ld: rate=%llu unwinder=%s max_depth=%llu "
 		       "output=%s sampled-block range=%zu MiB",
@@ -747,6 +758,12 @@ __attribute__((destructor)) static void rt_destructor(void)
 {
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
+	if (!procs_check_pid()) {
+		procs_shared_exit(); /* a vfork child: nothing here is its own */
+		return;
+	}
+	if (atomic_load(&rt.state) != RT_READY)
+		return; /* adopted as a fork=stop child */
 	rt_tls.guard++;
 	http_runtime_stop();
 	dumper_stop();

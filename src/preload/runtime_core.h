@@ -151,12 +151,20 @@ size_t rt_usable_range(void *p);
 void *rt_realloc_sampled(void *p, size_t n);
 
 
+/* A copy of the process the fork handlers did not see (raw clone): take
+ * it over as fork's child handler would (runtime.c). */
+void rt_adopt_child(void);
+
 /* dumper.c: triggers and the dumper thread. */
 void dumper_configure(void);   /* install the signal handler (init) */
 void dumper_start_if_needed(void);
 void dumper_stop(void);
 void dumper_after_sample(const table_totals *after);
 void dumper_atfork_child(void);
+/* From a signal handler (async-signal-safe): ask the dumper thread for a
+ * profile and wait for it at most timeout_ms. False when no dumper thread
+ * runs in this process or the wait ran out. */
+bool dumper_dump_for_signal(unsigned timeout_ms);
 /* Write a profile now; path NULL = next name from the pattern. */
 int dumper_dump_now(const char *path);
 

@@ -5,7 +5,8 @@
 # serving, and both exit cleanly with the output of a plain run. With
 # fork=follow and http=0 the child starts an endpoint of its own at its
 # first sample, on another port, announced in its own port file (%p);
-# with fork=stop it serves nothing. (AP_TEST_PRELOAD: needs the runtime.)
+# with fork=stop it serves nothing. Only the parent prints "serving on", and
+# a port file goes away with its endpoint. (AP_TEST_PRELOAD: needs the runtime.)
 . "$(dirname "$0")/http_endpoints_test.sh"
 
 # socket_links PID: the socket inodes among PID's descriptors, sorted.
@@ -41,8 +42,12 @@ for mode in follow stop; do
 		[ "$caddr" != "$ADDR" ] || fail "follow: child and parent share $ADDR"
 		code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://$caddr/metrics")
 		[ "$code" = 200 ] || fail "follow: the child's endpoint answers $code"
-		grep -qx "allocprof: serving on $caddr" "$HTMP/$name.err" ||
-			fail "follow: no 'serving on' line from the child"
+		# The child announces itself in its port file only: one
+		# "serving on" line per run, not one per child.
+		! grep -q "serving on $caddr" "$HTMP/$name.err" ||
+			fail "follow: the child printed 'serving on' too"
+		[ "$(grep -c 'serving on' "$HTMP/$name.err")" = 1 ] ||
+			fail "follow: not exactly one 'serving on' line: $(cat "$HTMP/$name.err")"
 	else
 		sleep 0.3
 		[ -z "$(socket_links "$child")" ] || fail "stop: the child holds sockets"
@@ -51,6 +56,8 @@ for mode in follow stop; do
 	shared=$(comm -12 <(socket_links "$parent") <(socket_links "$child"))
 	[ -z "$shared" ] || fail "$mode: the child holds the parent's socket(s) $shared"
 	stop_prog "$name" "$pid"
+	[ ! -e "$HTMP/$name.$parent.port" ] ||
+		fail "$mode: the parent's port file outlived its endpoint"
 	# The parent closed its socket at exit: the port is free again.
 	if (exec 3<>"/dev/tcp/${ADDR%:*}/${ADDR##*:}") 2>/dev/null; then
 		fail "$mode: something still listens on $ADDR"

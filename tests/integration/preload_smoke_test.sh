@@ -113,6 +113,16 @@ check_profiles() {
 	echo "$name: $n profile(s) ok" >&2
 }
 
+# wait_ready FILE: until FILE has a line "ready" (at most 10 s); false if not.
+wait_ready() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -qs '^ready$' "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # count_files GLOB: number of files matching GLOB.
 count_files() {
 	local n=0 f

@@ -79,6 +79,43 @@ AP_TEST(signals_by_name_number_or_none)
 	AP_CHECK(strstr(last_msg, "key 'signal'") != NULL);
 }
 
+/* interval=: 0 or at least 1ms; a value that rounds to 0 ns is not
+ * silently "never". */
+AP_TEST(intervals_below_a_millisecond_are_refused)
+{
+	rt_options o;
+	rt_options_default(&o);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "interval=1ms", collect, NULL), 0);
+	AP_CHECK_EQ_U64(o.interval_ns, 1000000ULL);
+	nmsg = 0;
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "interval=1ns,interval=999us,"
+					 "interval=0.0000000001s", collect, NULL), 3);
+	AP_CHECK_EQ_U64(o.interval_ns, 1000000ULL); /* the last good value kept */
+	AP_CHECK(strstr(last_msg, "key 'interval'") != NULL);
+	AP_CHECK(strstr(last_msg, "at least 1ms") != NULL);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "interval=0", collect, NULL), 0);
+	AP_CHECK_EQ_U64(o.interval_ns, 0);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "interval=0.000s", collect, NULL), 0);
+	AP_CHECK_EQ_U64(o.interval_ns, 0);
+}
+
+AP_TEST(dump_on_lists_terminating_signals_joined_by_plus)
+{
+	rt_options o;
+	rt_options_default(&o);
+	AP_CHECK_EQ_U64(o.dump_on, (1ULL << SIGTERM) | (1ULL << SIGINT) | (1ULL << SIGHUP));
+	AP_CHECK(!o.http_public);
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "dump_on=term+segv+abrt", collect, NULL), 0);
+	AP_CHECK_EQ_U64(o.dump_on, (1ULL << SIGTERM) | (1ULL << SIGSEGV) | (1ULL << SIGABRT));
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "dump_on=none", collect, NULL), 0);
+	AP_CHECK_EQ_U64(o.dump_on, 0);
+	nmsg = 0;
+	AP_CHECK_EQ_INT(rt_options_parse(&o, "dump_on=term+kill,dump_on=,dump_on=term+",
+					 collect, NULL), 3);
+	AP_CHECK_EQ_U64(o.dump_on, 0);
+	AP_CHECK(strstr(last_msg, "key 'dump_on'") != NULL);
+}
+
 AP_TEST(rates_outside_the_sampler_domain_are_refused)
 {
 	rt_options o;

@@ -637,6 +637,28 @@ AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
 	AP_CHECK(ib.lo < bytes && bytes < ib.hi && ib.hi - bytes != bytes - ib.lo);
 }
 
+/* http_public=1 is needed for anything but these (http_runtime.c). */
+AP_TEST(loopback_addresses_are_told_apart_from_the_rest)
+{
+	static const struct {
+		const char *listen;
+		bool loopback;
+	} cases[] = { { "8080", true },	       { "127.0.0.1:1", true },
+		      { "127.9.8.7:1", true },     { "localhost:0", true },
+		      { "[::1]:1", true },	       { "[::ffff:127.0.0.1]:1", true },
+		      { "0.0.0.0:1", false },      { "[::]:1", false },
+		      { "192.0.2.1:1", false },    { "[2001:db8::1]:1", false },
+		      { "[::ffff:10.0.0.1]:1", false }, { "[::2]:1", false } };
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		http_listen l;
+		char err[96];
+		AP_CHECK_EQ_INT(http_parse_listen(cases[i].listen, strlen(cases[i].listen),
+						  &l, err, sizeof err), 0);
+		AP_CHECK_MSG(http_listen_is_loopback(&l) == cases[i].loopback, "%s",
+			     cases[i].listen);
+	}
+}
+
 AP_TEST(serves_on_ipv6_loopback)
 {
 	fixture f;

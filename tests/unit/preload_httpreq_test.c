@@ -155,6 +155,26 @@ AP_TEST(http11_needs_exactly_one_host)
 	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\n\r\n", &r), 0);
 }
 
+/* RFC 9112 6.3: differing or malformed Content-Length values are 400. */
+AP_TEST(conflicting_content_lengths_are_corrupt)
+{
+	httpreq r;
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: 5\r\n"
+			      "Content-Length: 6\r\n\r\n", &r), AP_ECORRUPT);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: 5, 6\r\n\r\n", &r),
+			AP_ECORRUPT);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: -1\r\n\r\n", &r),
+			AP_ECORRUPT);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: 5,\r\n\r\n", &r),
+			AP_ECORRUPT);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: "
+			      "99999999999999999999999\r\n\r\n", &r), AP_ECORRUPT);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: 5\r\n"
+			      "content-length: 05\r\n\r\n", &r), 0);
+	AP_CHECK_EQ_INT(parse("GET / HTTP/1.0\r\nContent-Length: 5 , 5\r\n\r\n", &r),
+			0);
+}
+
 AP_TEST(other_versions_are_unsupported)
 {
 	httpreq r;

@@ -1,0 +1,52 @@
+/*
+ * interpose_signal.c: the libc entry points other than the malloc family
+ * that liballocprof_preload.so exports (procs.h).
+ *
+ * sigaction and signal, so that a program sees the default action for a
+ * signal the runtime is watching for dump_on=, and so that any handler the
+ * program installs takes the signal over from the runtime. Signals the
+ * runtime does not watch go straight to libc's sigaction.
+ *
+ * dlclose, so that the mappings of an object about to be unloaded are
+ * remembered and samples taken in it can still be symbolised.
+ *
+ * signal and bsd_signal install with BSD semantics (SA_RESTART, the signal
+ * blocked in its handler) and sysv_signal with System V's (SA_RESETHAND |
+ * SA_NODEFER), as glibc's do.
+ */
+#include <dlfcn.h>
+#include <signal.h>
+
+#include "procs.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef void (*handler_fn)(int);
+
+EXPORT handler_fn bsd_signal(int sig, handler_fn handler);
+EXPORT handler_fn sysv_signal(int sig, handler_fn handler);
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return procs_sigaction(sig, act, old);
+}
+
+EXPORT handler_fn signal(int sig, handler_fn handler)
+{
+	return procs_signal(sig, handler, SA_RESTART, true);
+}
+
+EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
+{
+	return procs_signal(sig, handler, SA_RESTART, true);
+}
+
+EXPORT handler_fn sysv_signal(int sig, handler_fn handler)
+{
+	return procs_signal(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+EXPORT int dlclose(void *handle)
+{
+	return procs_dlclose(handle);
+}

@@ -1,0 +1,316 @@
+/*
+ * procs.c: file names across processes, processes the fork handlers did not
+ * see, and profiles on terminating signals (procs.h).
+ *
+ * Signal handling in brief. The handler runs in whatever thread the kernel
+ * picked, perhaps in the middle of malloc or of the runtime itself, so it
+ * does only async-signal-safe things: it sets a flag and posts the dumper
+ * thread's semaphore (dumper_dump_for_signal), polls with nanosleep until
+ * the dumper says the profile is written or PROCS_SIGNAL_WAIT_MS have
+ * passed, then puts back the default action with sigaction and re-raises.
+ * A thread interrupted inside the runtime (guard set) may hold a lock the
+ * dump needs, so it skips the dump rather than wait out the bound.
+ */
+#include "procs.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <linux/kcmp.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detect.h"
+#include "dump.h"
+#include "runtime_core.h"
+
+#define NSIG_MAX 64
+
+/* glibc's own entry, for calls made before dlsym has found the next one. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+
+/* owned[s]: the runtime's handler is installed for s and the program
+ * believes the action is shown[s] (its default, or a SIG_DFL it set). */
+static atomic_bool owned[NSIG_MAX];
+static struct sigaction shown[NSIG_MAX];
+static atomic_bool signal_dump_taken;
+static atomic_bool any_armed; /* some install() succeeded */
+
+static struct timespec start_coarse;
+static dev_t own_dev;
+static ino_t own_ino;
+static bool own_valid;
+
+static int call_real(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int (*f)(int, const struct sigaction *, struct sigaction *) = real_sigaction;
+	return f ? f(sig, act, old) : __sigaction(sig, act, old);
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static bool is_fault(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
+}
+
+static void on_terminating(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int e = errno;
+	if (atomic_load(&owned[sig]) && !rt_tls.guard &&
+	    atomic_load(&rt.state) == RT_READY && (long)getpid() == rt.pid &&
+	    !atomic_exchange(&signal_dump_taken, true)) {
+		rt_tls.guard++; /* anything this thread allocates meanwhile */
+		dumper_dump_for_signal(PROCS_SIGNAL_WAIT_MS);
+		rt_tls.guard--;
+	}
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	atomic_store(&owned[sig], false);
+	call_real(sig, &dfl, NULL);
+	/* A real fault recurs when the handler returns, now with the default
+	 * action; anything else is raised again. Either way it stays pending
+	 * (blocked while the handler runs) and ends the process on return. */
+	if (!(is_fault(sig) && si && si->si_code > 0))
+		raise(sig);
+	errno = e;
+}
+
+static void install(int sig)
+{
+	struct sigaction cur;
+	if (call_real(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+		return; /* the program (or signal=) handles it, or ignores it */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_terminating;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	shown[sig] = cur;
+	atomic_store(&owned[sig], true);
+	if (call_real(sig, &sa, NULL) != 0)
+		atomic_store(&owned[sig], false);
+	else
+		atomic_store(&any_armed, true);
+}
+
+bool procs_signal_dumps_armed(void)
+{
+	/* Read on every sample (dumper.c): one load. Stays set when the
+	 * program later takes every such signal over; the idle dumper thread
+	 * is harmless then. */
+	return atomic_load_explicit(&any_armed, memory_order_relaxed);
+}
+
+int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig <= 0 || sig >= NSIG_MAX || !atomic_load(&owned[sig]))
+		return call_real(sig, act, old);
+	struct sigaction before = shown[sig];
+	if (act) {
+		if (act->sa_handler == SIG_DFL) {
+			/* Still the default as far as the program knows. */
+			shown[sig] = *act;
+		} else {
+			/* The program's own handler (or SIG_IGN) replaces ours. */
+			atomic_store(&owned[sig], false);
+			if (call_real(sig, act, NULL) != 0) {
+				atomic_store(&owned[sig], true);
+				return -1;
+			}
+		}
+	}
+	if (old)
+		*old = before;
+	return 0;
+}
+
+void (*procs_signal(int sig, void (*handler)(int), int flags, bool mask_self))(int)
+{
+	struct sigaction act, old;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = handler;
+	act.sa_flags = flags;
+	sigemptyset(&act.sa_mask);
+	if (mask_self && sig > 0 && sig < NSIG_MAX)
+		sigaddset(&act.sa_mask, sig);
+	if (procs_sigaction(sig, &act, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+void procs_init(void)
+{
+	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
+	detect_init();
+	void *f = dlsym(RTLD_NEXT, "sigaction");
+	if (f)
+		memcpy(&real_sigaction, &f, sizeof f);
+	if (!rt.opt.dump_at_exit)
+		return; /* a signal's profile stands in for the exit's */
+	for (int s = 1; s < NSIG_MAX; s++)
+		if (rt.opt.dump_on & (1ULL << s))
+			install(s);
+}
+
+/* Does process pid share this process's memory (vfork, CLONE_VM)? When the
+ * kernel cannot say (no kcmp, or refused), assume it does: touching nothing
+ * is the safe answer. */
+static bool shares_memory_with(long pid)
+{
+	long r = syscall(SYS_kcmp, (long)getpid(), pid, (long)KCMP_VM, 0L, 0L);
+	return r != 1 && r != 2; /* 0: the same; 1, 2: an order, so different */
+}
+
+bool procs_check_pid(void)
+{
+	long now = (long)getpid();
+	if (now == rt.pid)
+		return true;
+	if (shares_memory_with(rt.pid))
+		return false;
+	rt_adopt_child();
+	return true;
+}
+
+void procs_shared_exit(void)
+{
+	if (rt.opt.dump_at_exit)
+		dumper_dump_for_signal(PROCS_SIGNAL_WAIT_MS);
+}
+
+/* ---- dlclose -------------------------------------------------------------- */
+
+static int (*real_dlclose)(void *);
+
+int procs_dlclose(void *handle)
+{
+	if (handle && atomic_load(&rt.state) == RT_READY && !rt_tls.guard) {
+		rt_tls.guard++;
+		dump_retire_object(&rt.a, handle);
+		rt_tls.guard--;
+	}
+	if (!real_dlclose) {
+		void *f = dlsym(RTLD_NEXT, "dlclose");
+		if (!f)
+			return -1;
+		memcpy(&real_dlclose, &f, sizeof f);
+	}
+	return real_dlclose(handle);
+}
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* Another process's file, written since this process started? Timestamps
+ * come from the coarse clock the kernel stamps files with, so "after our
+ * start" is decided on one clock; a tie counts as another's. */
+static bool written_by_another(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (own_valid && st.st_dev == own_dev && st.st_ino == own_ino)
+		return false;
+	return st.st_mtim.tv_sec > start_coarse.tv_sec ||
+	       (st.st_mtim.tv_sec == start_coarse.tv_sec &&
+		st.st_mtim.tv_nsec >= start_coarse.tv_nsec);
+}
+
+/* "DIGITS.DIGITS" exactly; the first number into *pid. */
+static bool pid_dot_seq(const char *s, long *pid)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return false;
+	*pid = strtol(s, &end, 10);
+	if (*end != '.' || end[1] < '0' || end[1] > '9')
+		return false;
+	for (end++; *end; end++)
+		if (*end < '0' || *end > '9')
+			return false;
+	return *pid > 0;
+}
+
+/*
+ * Temporary files of profiles whose writer was killed mid-write (left by a
+ * file system without O_TMPFILE, or by a kill between link and rename; see
+ * dump.c): "NAME.tmp.PID.N" in the pattern's directory, NAME starting with
+ * the pattern's text before its first '%' and ending with its text after
+ * the last %-conversion, PID no longer alive. Removed once per process, at
+ * its first dump, so litter never outlives the next profiled run.
+ */
+static void clean_stale(const char *pattern)
+{
+	char dir[RT_PATH_CAP];
+	const char *slash = strrchr(pattern, '/');
+	const char *base = slash ? slash + 1 : pattern;
+	size_t dn = slash ? (size_t)(slash - pattern) : 0;
+	if (!slash) {
+		dir[0] = '.';
+		dn = 1;
+	} else if (dn == 0) {
+		dir[0] = '/';
+		dn = 1;
+	} else if (dn < sizeof dir) {
+		memcpy(dir, pattern, dn);
+	} else {
+		return;
+	}
+	dir[dn] = '\0';
+	const char *pct = strchr(base, '%');
+	size_t pre = pct ? (size_t)(pct - base) : strlen(base);
+	const char *suf = base + strlen(base);
+	for (const char *q = base; (q = strchr(q, '%')) && q[1]; q += 2)
+		suf = q + 2;
+	size_t sufn = strlen(suf);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *tmp = strstr(e->d_name, ".tmp.");
+		long pid;
+		if (!tmp || strncmp(e->d_name, base, pre) != 0 ||
+		    (size_t)(tmp - e->d_name) < pre + sufn ||
+		    memcmp(tmp - sufn, suf, sufn) != 0 || !pid_dot_seq(tmp + 5, &pid))
+			continue;
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
+{
+	static long cleaned_in;
+	if (cleaned_in != rt.pid) {
+		cleaned_in = rt.pid;
+		clean_stale(pattern);
+	}
+	uint64_t t = (uint64_t)time(NULL);
+	int rc = rt_expand_pattern(pattern, rt.pid, t, seq, rt.forked_child, out, cap);
+	if (rc == 0 && !rt.forked_child && !strstr(pattern, "%p") &&
+	    written_by_another(out))
+		rc = rt_expand_pattern(pattern, rt.pid, t, seq, true, out, cap);
+	return rc;
+}
+
+void procs_file_written(const char *path)
+{
+	struct stat st;
+	own_valid = stat(path, &st) == 0;
+	if (own_valid) {
+		own_dev = st.st_dev;
+		own_ino = st.st_ino;
+	}
+}

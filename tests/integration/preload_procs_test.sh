@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# preload_procs_test.sh: profiles across signals and processes.
+# - A daemon stopped by SIGTERM, SIGINT or SIGHUP (left at their default
+#   action) leaves a profile with its samples and still dies of the signal
+#   (status 128+N); dump_on=segv does the same for a SIGSEGV.
+# - A program with its own SIGTERM handler sees the default action when it
+#   asks, and keeps its behaviour (its handler runs, exit status 7).
+# - One output name, several processes: under `timeout` both processes load
+#   the runtime; the program's profile keeps the name and the wrapper's goes
+#   to a name with its pid. A raw clone(SIGCHLD) child writes under its own
+#   pid; a vfork child calling exit() writes nothing and leaves the parent's
+#   HTTP endpoint serving.
+# Every wait is bounded. AP_TEST_PRELOAD: needs the runtime.
+. "$(dirname "$0")/preload_smoke_test.sh"
+P=$AP_PROGDIR/proc_events
+
+# has_marker FILE: the profile has the program's own 1 MiB block (at
+# rate=4096 it is missed with probability e^-256).
+has_marker() {
+	check_readable "$1"
+	"$CLI" report "$1" >"$TMP/rep" 2>&1 || fail "$1: report failed: $(cat "$TMP/rep")"
+	grep -q keep_marker_block "$TMP/rep"
+}
+
+# start NAME OPTIONS MODE: proc_events MODE under the runtime in the
+# background (INT and TERM at their defaults), waits for "ready"; sets $pid.
+start() {
+	timeout --kill-after=5 60 env --default-signal=INT,TERM,HUP LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="rate=4096,$2" "$P" "$3" >"$TMP/$1.out" 2>"$TMP/$1.err" &
+	pid=$!
+	wait_ready "$TMP/$1.out" || fail "$1: the program never got ready: $(cat "$TMP/$1.err")"
+}
+
+# signal_and_wait NAME SIG: send SIG to the program (timeout's child); sets
+# st to the status timeout passes on (it re-raises a child's signal death).
+signal_and_wait() {
+	local child
+	child=$(pgrep -P "$pid" proc_events) || fail "$1: no program under timeout"
+	kill -"$2" "$child"
+	st=0
+	wait "$pid" || st=$?
+}
+
+# --- terminating signals at their default action ---------------------------
+for sig in TERM:143 INT:130 HUP:129; do
+	name=${sig%%:*}
+	start "$name" "output=$TMP/$name.pb.gz" daemon
+	signal_and_wait "$name" "$name"
+	[ "$st" = "${sig##*:}" ] || fail "SIG$name: status $st, want ${sig##*:}"
+	[ -e "$TMP/$name.pb.gz" ] || fail "SIG$name: no profile"
+	has_marker "$TMP/$name.pb.gz" || fail "SIG$name: the profile lacks the program's samples"
+	[ ! -s "$TMP/$name.err" ] || fail "SIG$name: stderr: $(cat "$TMP/$name.err")"
+done
+
+# dump_on=none: no profile, same status.
+start none "output=$TMP/none.pb.gz,dump_on=none" daemon
+signal_and_wait none TERM
+[ "$st" = 143 ] || fail "dump_on=none: status $st"
+[ ! -e "$TMP/none.pb.gz" ] || fail "dump_on=none: a profile was written"
+
+# dump_on=segv: a raised SIGSEGV (default action restored by the program).
+st=0
+timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="output=$TMP/segv.pb.gz,dump_on=segv" \
+	"$AP_PROGDIR/exit_status" signal 11 2>"$TMP/segv.err" || st=$?
+[ "$st" = 139 ] || fail "SIGSEGV: status $st, want 139"
+check_readable "$TMP/segv.pb.gz"
+
+# --- the program's own handler wins ---------------------------------------------
+timeout 60 "$P" own >"$TMP/own.plain" &
+pid=$!
+wait_ready "$TMP/own.plain" || fail "own handler, plain run: never ready"
+signal_and_wait own TERM
+[ "$st" = 7 ] || fail "own handler, plain run: status $st"
+start own "output=$TMP/own.pb.gz" own
+signal_and_wait own TERM
+[ "$st" = 7 ] || fail "own handler: status $st, want 7 (its handler's exit)"
+cmp -s "$TMP/own.plain" "$TMP/own.out" ||
+	fail "own handler: output differs: $(diff "$TMP/own.plain" "$TMP/own.out")"
+[ ! -e "$TMP/own.pb.gz" ] || fail "own handler: the runtime dumped on the program's signal"
+
+# --- one output name, several processes --------------------------------------
+mkdir "$TMP/wrap"
+bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/wrap/w.pb.gz" \
+	timeout 30 "$P" exit >"$TMP/wrap.out" || fail "timeout wrapper: failed"
+has_marker "$TMP/wrap/w.pb.gz" || fail "timeout wrapper: w.pb.gz is not the program's profile"
+[ "$(count_files "$TMP/wrap/w.*.pb.gz")" = 1 ] ||
+	fail "timeout wrapper: want w.pb.gz and one w.PID.pb.gz: $(ls "$TMP/wrap")"
+
+mkdir "$TMP/clone"
+bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/clone/c.%p.pb.gz" \
+	"$P" clone >"$TMP/clone.out" || fail "clone: failed"
+child=$(awk '$1 == "child" { print $2 }' "$TMP/clone.out")
+[ -n "$child" ] || fail "clone: no child pid"
+[ -e "$TMP/clone/c.$child.pb.gz" ] || fail "clone: no profile under the child's pid: $(ls "$TMP/clone")"
+[ "$(count_files "$TMP/clone/c.*.pb.gz")" = 2 ] || fail "clone: want 2 profiles: $(ls "$TMP/clone")"
+has_marker "$TMP/clone/c.$child.pb.gz" || fail "clone: the child's profile lacks its samples"
+
+if command -v curl >/dev/null; then
+	mkdir "$TMP/vf"
+	timeout --kill-after=5 60 env LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="rate=4096,output=$TMP/vf/v.%p.%n.pb.gz,http=0,http_portfile=$TMP/vf.port" \
+		"$P" vfork "$TMP/vf.stop" >"$TMP/vf.out" 2>"$TMP/vf.err" &
+	pid=$!
+	wait_ready "$TMP/vf.out" || fail "vfork: never ready"
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://$(cat "$TMP/vf.port")/metrics" || true)
+	touch "$TMP/vf.stop"
+	wait "$pid" || fail "vfork: program failed"
+	[ "$code" = 200 ] || fail "vfork: the parent's endpoint answers '$code' after the child's exit"
+	[ "$(count_files "$TMP/vf/v.*.pb.gz")" = 1 ] ||
+		fail "vfork: want only the parent's profile: $(ls "$TMP/vf")"
+	has_marker "$TMP"/vf/v.*.0.pb.gz || fail "vfork: the profile lacks the parent's samples"
+fi
+echo "procs: ok"

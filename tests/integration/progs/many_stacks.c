@@ -1,0 +1,81 @@
+/*
+ * many_stacks.c: 2^D distinct call stacks, each allocating and freeing one
+ * block, then one explicit profile (ap_runtime_dump, found with dlsym so
+ * the program also runs without the runtime). Prints the resident memory
+ * (VmRSS, kB) at the start, after the allocations and after the dump, for
+ * tests/integration/preload_memory_test.sh:
+ *
+ *   many_stacks D PATH     -> "rss START AFTER_ALLOCS AFTER_DUMP"
+ *
+ * Stack k goes through D calls of left() or right() chosen by the bits of k,
+ * so every stack differs in at least one return address.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void descend(int depth, unsigned bits);
+static void *volatile sink;
+
+__attribute__((noinline)) static void left(int d, unsigned b)
+{
+	descend(d, b);
+	__asm__ volatile("");
+}
+
+__attribute__((noinline)) static void right(int d, unsigned b)
+{
+	descend(d, b);
+	__asm__ volatile("");
+}
+
+__attribute__((noinline)) static void descend(int depth, unsigned bits)
+{
+	if (depth == 0) {
+		void *p = malloc(64);
+		sink = p;
+		free(p);
+		return;
+	}
+	if (bits & 1)
+		left(depth - 1, bits >> 1);
+	else
+		right(depth - 1, bits >> 1);
+	__asm__ volatile("");
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			v = atol(line + 6);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3)
+		return 1;
+	int d = atoi(argv[1]);
+	if (d < 1 || d > 24)
+		return 1;
+	long r0 = rss_kb();
+	for (unsigned k = 0; k < (1u << d); k++)
+		descend(d, k);
+	long r1 = rss_kb();
+	int (*dump)(const char *) = NULL;
+	void *f = dlsym(RTLD_DEFAULT, "ap_runtime_dump");
+	memcpy(&dump, &f, sizeof f);
+	if (dump && dump(argv[2]) != 0)
+		return 2;
+	long r2 = rss_kb();
+	printf("rss %ld %ld %ld\n", r0, r1, r2);
+	return 0;
+}

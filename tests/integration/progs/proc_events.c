@@ -1,0 +1,129 @@
+/*
+ * proc_events.c: processes and signals a profiler must survive without
+ * losing or mixing up profiles (tests/integration/preload_procs_test.sh).
+ * Each mode first keeps a 1 MiB block from keep_marker_block, so a
+ * profile that has this program's samples names that function.
+ *
+ *   proc_events exit        print "done" and exit 0
+ *   proc_events daemon      print "ready", then wait for signals forever
+ *                           (SIGTERM/SIGINT/SIGHUP left at their default)
+ *   proc_events own         print the SIGTERM action it finds ("default"
+ *                           or "other"), install its own handler, print
+ *                           "ready" and wait; the handler prints
+ *                           "own handler" and exits 7
+ *   proc_events clone       a raw clone(SIGCHLD) child (no fork handlers)
+ *                           keeps a block, prints "child PID" and exit()s;
+ *                           the parent waits for it and exits 0
+ *   proc_events vfork STOP  a vfork child calls exit(0) (as some programs
+ *                           do), then the parent prints "ready" and waits
+ *                           until the file STOP exists (at most 60 s)
+ *   proc_events ignore      like daemon, with SIGTERM ignored: a kill
+ *                           does nothing (the test then sends SIGKILL)
+ *
+ * Output is the same profiled or not.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *kept[4];
+
+__attribute__((noinline)) static void keep_marker_block(int slot)
+{
+	kept[slot] = malloc(1 << 20);
+	if (!kept[slot])
+		exit(2);
+	memset(kept[slot], 1, 1 << 20);
+}
+
+static void wait_forever(void)
+{
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void own_handler(int sig)
+{
+	(void)sig;
+	static const char msg[] = "own handler\n";
+	ssize_t w = write(1, msg, sizeof msg - 1);
+	(void)w;
+	_exit(7);
+}
+
+static int clone_child(void *arg)
+{
+	(void)arg;
+	keep_marker_block(1);
+	printf("child %ld\n", (long)getpid());
+	fflush(stdout);
+	exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	keep_marker_block(0);
+	if (argc == 2 && !strcmp(argv[1], "exit")) {
+		printf("done\n");
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "daemon"))
+		wait_forever();
+	if (argc == 2 && !strcmp(argv[1], "ignore")) {
+		signal(SIGTERM, SIG_IGN);
+		wait_forever();
+	}
+	if (argc == 2 && !strcmp(argv[1], "own")) {
+		struct sigaction cur;
+		sigaction(SIGTERM, NULL, &cur);
+		printf("%s\n", cur.sa_handler == SIG_DFL ? "default" : "other");
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = own_handler;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+		wait_forever();
+	}
+	if (argc == 2 && !strcmp(argv[1], "clone")) {
+		size_t sz = 1 << 20;
+		char *stack = malloc(sz);
+		if (!stack)
+			return 2;
+		fflush(stdout);
+		pid_t c = clone(clone_child, stack + sz, SIGCHLD, NULL);
+		if (c < 0)
+			return 3;
+		int st;
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 4;
+		printf("parent done\n");
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "vfork")) {
+		fflush(stdout);
+		pid_t c = vfork();
+		if (c == 0)
+			exit(0); /* runs exit handlers in the parent's memory */
+		if (c < 0)
+			return 3;
+		int st;
+		waitpid(c, &st, 0);
+		printf("ready\n");
+		fflush(stdout);
+		struct stat sb;
+		for (int i = 0; i < 600 && stat(argv[2], &sb) != 0; i++)
+			usleep(100000);
+		printf("parent done\n");
+		return 0;
+	}
+	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP\n");
+	return 1;
+}
