@@ -404,7 +404,7 @@ static int merge_hist_comment(struct merger *m, const char *c)
 {
 	char *name;
 	ap_hist_snap *snap;
-	int rc = hv_hist_from_comment(c, &name, &snap);
+	int rc = ap_profile_hist_comment_decode(c, NULL, &name, &snap);
 	if (rc)
 		return rc == AP_ECORRUPT ? AP_ENOTFOUND : rc; /* keep as text */
 	size_t i = 0;
