@@ -183,9 +183,10 @@ AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
  * view (alloc: every sampled allocation; inuse: those not freed yet). A
  * sampled allocation of size bytes drawn with probability pi (weight
  * w = 1/pi, ap_sample_info) adds objects += w, space += w * size,
- * u += size - offset ([R4]'s negative-binomial estimator), objects_var +=
- * w^2 - w and space_var += (w^2 - w) * size^2 (Horvitz-Thompson variance
- * estimates), usable += w * usable size, samples += 1; freeing it subtracts
+ * u += size - offset (for the NB interval, allocprof/estimate.h),
+ * objects_var += w^2 - w and space_var += (w^2 - w) * size^2
+ * (Horvitz-Thompson variance estimates), usable += w * usable size,
+ * samples += 1; freeing it subtracts
  * the same from the inuse view (docs/STATISTICS.md section 2).
  */
 typedef struct ap_heap_sums {
