@@ -25,6 +25,8 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 		{ AP_ST_INUSE_OBJECTS_VAR, "count^2" },
 		{ AP_ST_ALLOC_USABLE, "bytes" }, { AP_ST_INUSE_USABLE, "bytes" },
 	};
+	_Static_assert(sizeof types / sizeof types[0] == AP_HEAP_NVALUES,
+		       "ap_heap_sums_encode writes one value per sample type");
 	if (!p || period <= 0 || p->nsample_types || p->nsamples)
 		return AP_EINVAL;
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
