@@ -50,7 +50,7 @@ AP_TEST(values_follow_the_heap_sample_types)
 AP_TEST(values_are_rounded_and_residue_is_zero)
 {
 	ap_heap_sums a = { .objects = 2.5000001, .space = 0.5, .u = -1e-9,
-			   .space_var = 1e300, .objects_var = NAN,
+			   .space_var = 1e300, .objects_var = (double)NAN,
 			   .usable = 0.50001, .samples = 3 };
 	int64_t v[AP_HEAP_NVALUES];
 	ap_heap_sums_encode(&a, &a, v);
