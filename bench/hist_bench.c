@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocprof/hist.h"
+#include "allocprof/hist_inline.h"
 #include "hist_internal.h"
 
 #define SIGBITS 5

@@ -10,8 +10,9 @@
  *  - Horvitz-Thompson (HT): weight each sampled allocation by 1/pi. Unbiased,
  *    additive (estimates and variance estimates of independent parts add),
  *    normal interval once there are about a hundred samples.
- *  - Negative binomial (NB, [R4]): the failed trials before the s-th
- *    success are NegBin(s, p); gives an exact interval when samples are few.
+ *  - Negative binomial (NB, [R4]; called NB everywhere below): the failed
+ *    trials before the s-th success are NB(s, p); gives an exact interval
+ *    when samples are few.
  *
  * Every view puts intervals on a row through ap_row_bytes_interval /
  * ap_row_objects_interval (bottom of this file): the rule follows where the
@@ -117,7 +118,7 @@ AP_API double ap_normal_quantile(double p);
 /* Standard normal CDF Phi(x). NaN for NaN. */
 AP_API double ap_normal_cdf(double x);
 
-/* ---- Special functions and the negative binomial --------------------- */
+/* ---- Special functions and the NB distribution ------------------------ */
 
 /*
  * Regularized incomplete beta I_x(a, b), a > 0, b > 0 (finite), 0 <= x <= 1.
@@ -129,7 +130,7 @@ AP_API double ap_normal_cdf(double x);
 AP_API double ap_betainc(double a, double b, double x);
 
 /*
- * P(F <= failures) for F ~ NegBin(s, p): failed trials before the s-th
+ * P(F <= failures) for F ~ NB(s, p): failed trials before the s-th
  * success, each with success probability p. = I_p(s, floor(failures) + 1).
  * s > 0 (real s allowed), 0 < p <= 1. failures < 0 gives 0, +inf gives 1.
  * NaN for invalid s or p.
@@ -148,7 +149,7 @@ AP_API int ap_nb_quantile(double q, double s, double p, double *failures);
  * Exact NB interval on the bytes allocated in a window ([R4]): samples =
  * s sampled allocations, u = sum over them of (size - offset of the sampled
  * byte), rate = R. estimate = s*q/p + u; [f_lo + u, f_hi + u] where f_lo,
- * f_hi are the (1-level)/2 and (1+level)/2 quantiles of NegBin(s, 1/R).
+ * f_hi are the (1-level)/2 and (1+level)/2 quantiles of NB(s, 1/R).
  * open_start: the window began between sample events, the lower bound uses
  * s-1 samples; open_end: it ended between events, the upper bound uses s+1.
  * s = 0: estimate 0, lower bound 0; upper bound from 1 sample when open_end,

@@ -58,17 +58,6 @@ AP_API int ap_heapv2_decode(const unsigned char *buf, size_t len,
 			    const ap_allocator *alloc, ap_profile **out,
 			    char *err, size_t errlen);
 
-/*
- * Decode a heap profile in any format allocprof reads: pprof (protobuf) or
- * heap_v2/gperftools text, each plain or gzip'd (decompressed once, at most
- * 1 GiB). Text is recognised by its "heap_v2/" or "heap profile:" header,
- * anything else is taken as pprof. Results and errors as for
- * ap_pprof_decode / ap_heapv2_decode; *is_text (may be NULL) tells which.
- */
-AP_API int ap_profile_decode_any(const unsigned char *buf, size_t len,
-				 const ap_allocator *alloc, ap_profile **out,
-				 bool *is_text, char *err, size_t errlen);
-
 #ifdef __cplusplus
 }
 #endif

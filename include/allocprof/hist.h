@@ -21,6 +21,10 @@
  *                     snapshots of the parent merge every shard.
  *   ap_hist_snap      an immutable snapshot: every query works on one.
  *
+ * All three are opaque. A program whose per-thread record cost matters can
+ * opt in to allocprof/hist_inline.h, which compiles the recorder's common
+ * case into the caller at the price of depending on an unstable layout.
+ *
  * Errors follow allocprof/common.h: 0 or a negative AP_E* code. Memory comes
  * from the ap_allocator given at creation (NULL = libc); snapshots and encoded
  * buffers use the allocator passed where they are made.
@@ -126,117 +130,6 @@ AP_API int ap_hist_recorder_add_weight(ap_hist_recorder *r, uint64_t v,
  */
 AP_API int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v,
 				     size_t n);
-
-/* ---- Inline record path -------------------------------------------------- */
-
-/*
- * ap_hist_recorder_add_inline(r, v) records v exactly as ap_hist_recorder_add
- * does (same counts, sum, sum of squares, min, max) but its common case is
- * compiled into the caller: no call, and the recorder's fields stay
- * addressed off one register across a loop. Use it in a thread's own hot
- * loop when the record cost matters (docs/HISTOGRAMS.md has the numbers);
- * elsewhere ap_hist_recorder_add is as good.
- *
- * To allow this the header publishes the hot part of a recorder, struct
- * ap_hist_recorder_hot: exactly the fields the common case reads and
- * writes. ap_hist_recorder stays opaque otherwise. Inside the library the
- * hot part is the first member of the recorder (C17 6.7.2.1: a pointer to a
- * struct, suitably converted, points to its first member), which is what
- * the cast in ap_hist_recorder_hot_of relies on. Anything rare (the value's
- * counters not yet allocated, v >= 2^32, a carry out of the low word of the
- * sum or of the sum of squares) goes to ap_hist_recorder_add before any
- * field is written, so nothing is recorded twice.
- *
- * ABI RULE: the layout of struct ap_hist_recorder_hot and the meaning of
- * its fields are part of liballocprof's ABI, since programs compile them
- * in. Changing either needs a SONAME bump; hist.c pins the layout with
- * static assertions so that an accidental change fails the build.
- *
- * Concurrency: only the recorder's owner thread writes these fields, but
- * snapshots read them from other threads, so every access is a C11 atomic
- * (relaxed; the counter table is loaded with acquire, pairing with the
- * release that publishes a new counter array). Relaxed loads and stores are
- * plain moves on x86-64 and ARM64 and keep ThreadSanitizer quiet.
- *
- * C++ and compilers without GNU builtins or C11 atomics do not get the
- * layout (C's _Atomic is not C++'s std::atomic, whose layout the standard
- * does not tie to it): there ap_hist_recorder_add_inline is defined as a
- * plain call to ap_hist_recorder_add, with identical results.
- */
-#if !defined(__cplusplus) && defined(__GNUC__) && !defined(__STDC_NO_ATOMICS__)
-#include <stdatomic.h>
-
-#define AP_HIST_INLINE_RECORD 1
-
-struct ap_hist_recorder_hot {
-	/*
-	 * base[e]: where the counters of values v with exponent e start, biased
-	 * so that the counter of v is the uint64 at base[e] + 8 * (v >> e),
-	 * e = floor(log2(v | 2^sigbits)) - sigbits (ap_hist_value_to_key's
-	 * exponent). 0 when those counters are not allocated yet, and always 0
-	 * for e >= 32 - sigbits, i.e. v >= 2^32, whose square needs 128 bits.
-	 */
-	_Atomic uintptr_t base[64]; /* first: saves an add per record */
-	unsigned sigbits;
-	unsigned reserved_; /* zero */
-	uint64_t lead;      /* 2^sigbits: v | lead has its top bit where the
-			       key's exponent says (one OR, no shift) */
-	unsigned char pad0_[64]; /* read-mostly table apart from the writes */
-	_Atomic uint64_t min, max; /* min = UINT64_MAX, max = 0 when empty */
-	unsigned char pad1_[64];
-	_Atomic uint64_t sum_lo, sq_lo; /* low words of the 128-bit sums */
-};
-
-/* The hot part of r: its first member (see above). */
-static inline struct ap_hist_recorder_hot *
-ap_hist_recorder_hot_of(ap_hist_recorder *r)
-{
-	return (struct ap_hist_recorder_hot *)(void *)r;
-}
-
-/*
- * The common case, shared with ap_hist_recorder_add: record v and return
- * true, or change nothing and return false (the caller then takes the
- * general path). Not for direct use: call ap_hist_recorder_add_inline.
- */
-static inline bool
-ap_hist_recorder_add_common(struct ap_hist_recorder_hot *h, uint64_t v)
-{
-	unsigned e = (63u ^ (unsigned)__builtin_clzll(v | h->lead)) - h->sigbits;
-	uintptr_t base = atomic_load_explicit(&h->base[e], memory_order_acquire);
-	uint64_t sum = atomic_load_explicit(&h->sum_lo, memory_order_relaxed);
-	uint64_t sq = atomic_load_explicit(&h->sq_lo, memory_order_relaxed);
-	uint64_t vv = v * v; /* exact: base[e] != 0 implies v < 2^32 */
-	if (__builtin_expect(!base || sum + v < sum || sq + vv < sq, 0))
-		return false;
-	_Atomic uint64_t *cnt =
-		(_Atomic uint64_t *)(base + (uintptr_t)(v >> e) * sizeof(uint64_t));
-	atomic_store_explicit(cnt, atomic_load_explicit(cnt, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	atomic_store_explicit(&h->sum_lo, sum + v, memory_order_relaxed);
-	atomic_store_explicit(&h->sq_lo, sq + vv, memory_order_relaxed);
-	if (v < atomic_load_explicit(&h->min, memory_order_relaxed))
-		atomic_store_explicit(&h->min, v, memory_order_relaxed);
-	if (v > atomic_load_explicit(&h->max, memory_order_relaxed))
-		atomic_store_explicit(&h->max, v, memory_order_relaxed);
-	return true;
-}
-
-/* As ap_hist_recorder_add (same results, same errors), inlined. */
-static inline int ap_hist_recorder_add_inline(ap_hist_recorder *r, uint64_t v)
-{
-	if (__builtin_expect(
-		    ap_hist_recorder_add_common(ap_hist_recorder_hot_of(r), v), 1))
-		return 0;
-	return ap_hist_recorder_add(r, v);
-}
-#else
-/* No published layout here (see above): the same results through a call. */
-static inline int ap_hist_recorder_add_inline(ap_hist_recorder *r, uint64_t v)
-{
-	return ap_hist_recorder_add(r, v);
-}
-#endif /* inline record path */
 
 /* ---- Snapshots and queries ----------------------------------------------- */
 

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "allocprof/common.h"
+#include "allocprof/hist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,13 @@ extern "C" {
 #define AP_ST_ALLOC_USABLE "alloc_usable_space"     /* bytes: HT of usable size */
 #define AP_ST_INUSE_USABLE "inuse_usable_space"     /* bytes */
 
-/* Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64. */
+/* Number of sample types (and values per sample) of an allocprof heap profile. */
+#define AP_HEAP_NVALUES 14
+
+/*
+ * Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64
+ * (written and read by ap_profile_hist_comment_add / _decode below).
+ */
 #define AP_COMMENT_HIST_PREFIX "allocprof.hist."
 
 typedef struct ap_value_type {
@@ -170,6 +177,34 @@ AP_API int ap_profile_add_sample(ap_profile *p, const uint64_t *locs,
  * 0, AP_EINVAL or AP_ENOMEM.
  */
 AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
+
+/*
+ * The additive sums behind one sample of an allocprof heap profile, for one
+ * view (alloc: every sampled allocation; inuse: those not freed yet). A
+ * sampled allocation of size bytes drawn with probability pi (weight
+ * w = 1/pi, ap_sample_info) adds objects += w, space += w * size,
+ * u += size - offset (for the NB interval, allocprof/estimate.h),
+ * objects_var += w^2 - w and space_var += (w^2 - w) * size^2
+ * (Horvitz-Thompson variance estimates), usable += w * usable size,
+ * samples += 1; freeing it subtracts
+ * the same from the inuse view (docs/STATISTICS.md section 2).
+ */
+typedef struct ap_heap_sums {
+	double objects, space, u, space_var, objects_var, usable;
+	uint64_t samples;
+} ap_heap_sums;
+
+/*
+ * The AP_HEAP_NVALUES values of one heap profile sample, in the order
+ * ap_profile_init_heap declares the sample types, from the sums of its alloc
+ * and inuse views. Every value is rounded to the nearest integer; values at
+ * or below 0.5 (float residue of adding and subtracting the same terms, or
+ * NaN) become 0 and values beyond INT64_MAX become INT64_MAX. When
+ * inuse->samples is 0 (all freed) every inuse value is 0.
+ */
+AP_API void ap_heap_sums_encode(const ap_heap_sums *alloc,
+				const ap_heap_sums *inuse,
+				int64_t values[AP_HEAP_NVALUES]);
 /*
  * One-line reason for the last failed builder call on p ("location 7
  * references unknown mapping 3"); "" when none failed. Never NULL.
@@ -179,6 +214,23 @@ AP_API const char *ap_profile_error(const ap_profile *p);
 AP_API const ap_allocator *ap_profile_allocator(const ap_profile *p);
 /* Append a comment string. */
 AP_API int ap_profile_add_comment(ap_profile *p, const char *comment);
+/*
+ * Append snap as the comment "allocprof.hist.NAME=" + base64 of its binary
+ * encoding (ap_hist_encode); temporaries come from p's allocator. name must
+ * be non-empty and hold no '='. 0, AP_EINVAL or AP_ENOMEM.
+ */
+AP_API int ap_profile_hist_comment_add(ap_profile *p, const char *name,
+				       const ap_hist_snap *snap);
+/*
+ * Read a comment written by ap_profile_hist_comment_add. 0 with *name
+ * (NUL-terminated, from alloc, size strlen + 1; NULL alloc = libc, so free()
+ * releases it) and *snap (release with ap_hist_snap_destroy);
+ * AP_ENOTFOUND when comment is not a histogram comment, AP_ECORRUPT when it
+ * is one but malformed, AP_ENOMEM. *name and *snap are NULL on error.
+ */
+AP_API int ap_profile_hist_comment_decode(const char *comment,
+					  const ap_allocator *alloc,
+					  char **name, ap_hist_snap **snap);
 
 /* Lookups by id, O(1) expected; NULL when absent. */
 AP_API const ap_mapping *ap_profile_mapping(const ap_profile *p, uint64_t id);
@@ -208,6 +260,19 @@ AP_API int ap_pprof_encode(const ap_profile *p, bool gzip,
 AP_API int ap_pprof_decode(const unsigned char *buf, size_t len,
 			   const ap_allocator *alloc, ap_profile **out,
 			   char *err, size_t errlen);
+
+/*
+ * Decode a heap profile in any format allocprof reads -- the one entry point
+ * for reading a profile whatever its format: pprof (protobuf) or
+ * jemalloc/gperftools heap text (allocprof/heapv2.h), each plain or gzip'd
+ * (decompressed once, at most 1 GiB). Text is recognised by its "heap_v2/"
+ * or "heap profile:" header, anything else is taken as pprof. Results and
+ * errors as for ap_pprof_decode / ap_heapv2_decode; *is_text (may be NULL)
+ * tells which.
+ */
+AP_API int ap_profile_decode_any(const unsigned char *buf, size_t len,
+				 const ap_allocator *alloc, ap_profile **out,
+				 bool *is_text, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

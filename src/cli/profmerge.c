@@ -224,37 +224,12 @@ static int merge_location(struct merger *m, const ap_profile *in,
 
 /* ---- histogram comments ---------------------------------------------- */
 
-int hv_hist_from_comment(const char *comment, char **name,
-			 struct ap_hist_snap **snap)
-{
-	size_t plen = strlen(AP_COMMENT_HIST_PREFIX);
-	const char *eq;
-	if (strncmp(comment, AP_COMMENT_HIST_PREFIX, plen) ||
-	    !(eq = strchr(comment + plen, '=')) || eq == comment + plen)
-		return AP_ENOTFOUND;
-	unsigned char *bin = NULL;
-	size_t blen = 0;
-	int rc = ap_base64_decode(eq + 1, strlen(eq + 1), NULL, &bin, &blen);
-	if (rc)
-		return AP_ECORRUPT;
-	rc = ap_hist_decode(bin, blen, NULL, snap);
-	free(bin);
-	if (rc)
-		return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
-	*name = strndup(comment + plen, (size_t)(eq - comment - (ptrdiff_t)plen));
-	if (!*name) {
-		ap_hist_snap_destroy(*snap);
-		return AP_ENOMEM;
-	}
-	return 0;
-}
-
 /* Merge a histogram comment into m->hists; AP_ENOTFOUND if it is none. */
 static int merge_hist_comment(struct merger *m, const char *c)
 {
 	char *name;
 	ap_hist_snap *snap;
-	int rc = hv_hist_from_comment(c, &name, &snap);
+	int rc = ap_profile_hist_comment_decode(c, NULL, &name, &snap);
 	if (rc)
 		return rc == AP_ECORRUPT ? AP_ENOTFOUND : rc; /* keep as text */
 	size_t i = 0;

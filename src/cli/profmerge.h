@@ -46,14 +46,4 @@ typedef struct hv_rewrite {
 int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 			ap_profile **out, char *err, size_t errlen);
 
-/*
- * Decode a histogram comment "allocprof.hist.NAME=<base64 of the hist
- * binary encoding>" (profile.h AP_COMMENT_HIST_PREFIX). 0 with *name (malloc'd)
- * and *snap (free with ap_hist_snap_destroy); AP_ENOTFOUND when the comment
- * is not a histogram; AP_ECORRUPT when it is one but malformed.
- */
-struct ap_hist_snap;
-int hv_hist_from_comment(const char *comment, char **name,
-			 struct ap_hist_snap **snap);
-
 #endif

@@ -221,8 +221,8 @@ static size_t show_sizes(FILE *out, const ap_profile *p, json_writer *w)
 	for (size_t i = 0; i < p->ncomments; i++) {
 		char *name;
 		ap_hist_snap *h;
-		int rc = hv_hist_from_comment(ap_profile_string(p, p->comments[i]),
-					      &name, &h);
+		int rc = ap_profile_hist_comment_decode(
+			ap_profile_string(p, p->comments[i]), NULL, &name, &h);
 		if (rc == AP_ECORRUPT)
 			fprintf(stderr, "allocprof: warning: a histogram comment is "
 					"malformed; skipped\n");

@@ -1,6 +1,6 @@
 /*
  * estimate.c: the estimators of docs/STATISTICS.md. Horvitz-Thompson sums
- * and normal intervals ([R1] and [R2]), the negative-binomial estimate
+ * and normal intervals ([R1] and [R2]), the NB (negative binomial) estimate
  * and its exact interval with the compensation for windows that do not
  * start or end at a sample event ([R4]), the Camp-Paulson approximation
  * of the NB CDF (Barko 1966, as validated in [R4]), exact Poisson
@@ -124,7 +124,7 @@ int ap_ht_interval(double estimate, double variance, double level,
 	return 0;
 }
 
-/* ---- negative binomial ------------------------------------------------ */
+/* ---- NB (negative binomial) ------------------------------------------- */
 
 static bool valid_nb(double s, double p)
 {
@@ -210,7 +210,7 @@ int ap_nb_quantile(double q, double s, double p, double *failures)
 	return 0;
 }
 
-/* The level-quantile of NegBin(s, p) failures, 0 for s = 0 (no events). */
+/* The level-quantile of NB(s, p) failures, 0 for s = 0 (no events). */
 static int nb_bound(double s, double p, double q, double *f)
 {
 	if (s == 0 || p == 1) {

@@ -15,6 +15,7 @@
 
 #include "allocprof/codec.h"
 #include "allocprof/estimate.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -485,14 +486,6 @@ static int parse_maps(struct hdec *d)
 	return 0;
 }
 
-static size_t addr_hash(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdull;
-	a ^= a >> 33;
-	return (size_t)a;
-}
-
 /* Location id for an adjusted address, created on first use. */
 static int location_for(struct hdec *d, uint64_t addr, uint64_t *id)
 {
@@ -505,7 +498,7 @@ static int location_for(struct hdec *d, uint64_t addr, uint64_t *id)
 		for (size_t i = 0; i < d->cap; i++) {
 			if (!d->slots[i].id)
 				continue;
-			size_t j = addr_hash(d->slots[i].addr) & (ncap - 1);
+			size_t j = (size_t)hash_mix64(d->slots[i].addr) & (ncap - 1);
 			while (ns[j].id)
 				j = (j + 1) & (ncap - 1);
 			ns[j] = d->slots[i];
@@ -515,7 +508,7 @@ static int location_for(struct hdec *d, uint64_t addr, uint64_t *id)
 		d->slots = ns;
 		d->cap = ncap;
 	}
-	size_t j = addr_hash(addr) & (d->cap - 1);
+	size_t j = (size_t)hash_mix64(addr) & (d->cap - 1);
 	for (; d->slots[j].id; j = (j + 1) & (d->cap - 1)) {
 		if (d->slots[j].addr == addr) {
 			*id = d->slots[j].id;
@@ -802,31 +795,4 @@ int ap_heapv2_decode(const unsigned char *buf, size_t len,
 	}
 	*out = d.p;
 	return 0;
-}
-
-int ap_profile_decode_any(const unsigned char *buf, size_t len,
-			  const ap_allocator *alloc, ap_profile **out,
-			  bool *is_text, char *err, size_t errlen)
-{
-	if (err && errlen)
-		err[0] = '\0';
-	if (!out || (!buf && len))
-		return AP_EINVAL;
-	*out = NULL;
-	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
-	unsigned char *plain;
-	size_t plain_len;
-	int rc = ap_gzip_input(buf, len, MAX_TEXT_BYTES, a, &buf, &len, &plain,
-			       &plain_len, err, errlen);
-	if (rc)
-		return rc;
-	bool text = (len >= 8 && !memcmp(buf, "heap_v2/", 8)) ||
-		    (len >= 13 && !memcmp(buf, "heap profile:", 13));
-	if (is_text)
-		*is_text = text;
-	rc = text ? ap_heapv2_decode(buf, len, alloc, out, err, errlen)
-		  : ap_pprof_decode(buf, len, alloc, out, err, errlen);
-	if (plain)
-		a->free(a->ctx, plain, plain_len + 1);
-	return rc;
 }

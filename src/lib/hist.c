@@ -12,7 +12,7 @@
  * recorder still uses atomic loads and stores so that a snapshot taken from
  * another thread is race-free (ThreadSanitizer-clean); on x86 and ARM64 a
  * relaxed atomic load/store is an ordinary move. The recorder's common case
- * is not here but in allocprof/hist.h (ap_hist_recorder_add_common), so
+ * is not here but in allocprof/hist_inline.h (ap_hist_recorder_add_common), so
  * that callers can inline it; this file keeps the layout it relies on.
  */
 #define _GNU_SOURCE /* sched_getcpu */
@@ -114,9 +114,10 @@ static inline void atomic_max(_Atomic uint64_t *p, uint64_t v)
 
 /*
  * The inline record path compiles the layout of struct ap_hist_recorder_hot
- * into programs: it is ABI (allocprof/hist.h). These assertions pin it, so
- * a change fails here first; whoever changes it must bump the SONAME
- * (src/lib/CMakeLists.txt) and then update the numbers.
+ * into the programs that opt in to allocprof/hist_inline.h. That layout is
+ * declared unstable there (it may change in any release), but a change must
+ * still be deliberate: these assertions pin it, so it fails here first, and
+ * whoever changes it updates the numbers and the release notes.
  */
 _Static_assert(offsetof(struct ap_hist_recorder, core) == 0 &&
 		       offsetof(struct hist_core, hot) == 0,
@@ -130,7 +131,8 @@ _Static_assert(offsetof(struct ap_hist_recorder_hot, base) == 0 &&
 		       offsetof(struct ap_hist_recorder_hot, sum_lo) == 672 &&
 		       offsetof(struct ap_hist_recorder_hot, sq_lo) == 680 &&
 		       sizeof(struct ap_hist_recorder_hot) == 688,
-	       "ABI: struct ap_hist_recorder_hot changed; bump the SONAME");
+	       "struct ap_hist_recorder_hot changed: update these numbers and "
+	       "say so in the release notes (allocprof/hist_inline.h)");
 #endif
 _Static_assert(sizeof(((struct ap_hist_recorder_hot *)0)->base) /
 			       sizeof(uintptr_t) >= 64 - AP_HIST_SIGBITS_MIN,
@@ -478,7 +480,7 @@ static __attribute__((noinline)) int recorder_add_slow(ap_hist_recorder *r,
 }
 
 /*
- * The per-thread record: the common case is allocprof/hist.h's
+ * The per-thread record: the common case is allocprof/hist_inline.h's
  * ap_hist_recorder_add_common, the very code ap_hist_recorder_add_inline
  * compiles into callers (so the two cannot drift apart): the key's exponent,
  * one table load, one counter, the low words of the sum and of the sum of

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "allocprof/hist.h"
+#include "allocprof/hist_inline.h"
 
 __extension__ typedef unsigned __int128 hist_u128;
 
@@ -68,7 +69,7 @@ static inline bool hist_sigbits_ok(unsigned s)
 
 /*
  * One set of counters. Its first member is the hot part published by
- * allocprof/hist.h (the inline record path addresses a recorder through
+ * allocprof/hist_inline.h (the inline record path addresses a recorder through
  * it): the per-exponent counter table base[] in the biased form that path
  * uses, min, max and the low words of the sums. The rest is the library's
  * own: the high words, the weight carry, the flags and the plain table of
@@ -92,7 +93,7 @@ struct hist_core {
 };
 
 struct ap_hist_recorder {
-	struct hist_core core; /* first: see allocprof/hist.h */
+	struct hist_core core; /* first: see allocprof/hist_inline.h */
 	ap_hist *parent;
 	ap_hist_recorder *next; /* immutable once published */
 	atomic_bool in_use;

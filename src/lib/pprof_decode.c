@@ -12,8 +12,13 @@
  * locations; then samples. String indices are re-mapped through the
  * profile's interning (a wire table with duplicate strings decodes to a
  * smaller table that means the same).
+ *
+ * ap_profile_decode_any, the one entry point for a profile of any supported
+ * format, lives here too: it unzips once and hands text profiles to the
+ * heap_v2 decoder (heapv2.c), everything else to the pprof decoder.
  */
 #include "allocprof/codec.h"
+#include "allocprof/heapv2.h"
 #include "allocprof/profile.h"
 #include "protobuf.h"
 
@@ -485,4 +490,32 @@ int ap_pprof_decode(const unsigned char *buf, size_t len,
 	}
 	*out = d.p;
 	return 0;
+}
+
+/* Unzip once so neither decoder inflates again; then sniff the header. */
+int ap_profile_decode_any(const unsigned char *buf, size_t len,
+			  const ap_allocator *alloc, ap_profile **out,
+			  bool *is_text, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out || (!buf && len))
+		return AP_EINVAL;
+	*out = NULL;
+	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
+	unsigned char *plain;
+	size_t plain_len;
+	int rc = ap_gzip_input(buf, len, MAX_PROFILE_BYTES, a, &buf, &len, &plain,
+			       &plain_len, err, errlen);
+	if (rc)
+		return rc;
+	bool text = (len >= 8 && !memcmp(buf, "heap_v2/", 8)) ||
+		    (len >= 13 && !memcmp(buf, "heap profile:", 13));
+	if (is_text)
+		*is_text = text;
+	rc = text ? ap_heapv2_decode(buf, len, alloc, out, err, errlen)
+		  : ap_pprof_decode(buf, len, alloc, out, err, errlen);
+	if (plain)
+		a->free(a->ctx, plain, plain_len + 1);
+	return rc;
 }

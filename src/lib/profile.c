@@ -248,16 +248,6 @@ static void id_commit(struct id_map *m, uint64_t id, size_t idx)
 
 /* ---- strings --------------------------------------------------------- */
 
-static uint64_t str_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static void str_put(struct ap_profile_priv *pv, uint64_t h, size_t idx)
 {
 	size_t mask = pv->str_cap - 1;
@@ -305,7 +295,7 @@ int64_t ap_profile_intern_n(ap_profile *p, const char *s, size_t n)
 		return AP_EINVAL;
 	}
 	struct ap_profile_priv *pv = p->priv;
-	uint64_t h = str_hash(s, n);
+	uint64_t h = hash_bytes(s, n);
 	if (pv->str_cap) {
 		size_t mask = pv->str_cap - 1;
 		for (size_t i = (size_t)h & mask; pv->str_slots[i].idx;
@@ -456,38 +446,6 @@ int ap_profile_find_sample_type(const ap_profile *p, const char *type)
 		if (!strcmp(ap_profile_string(p, p->sample_types[i].type), type))
 			return (int)i;
 	return AP_ENOTFOUND;
-}
-
-int ap_profile_init_heap(ap_profile *p, int64_t period)
-{
-	static const char *const types[][2] = {
-		{ AP_ST_ALLOC_OBJECTS, "count" }, { AP_ST_ALLOC_SPACE, "bytes" },
-		{ AP_ST_INUSE_OBJECTS, "count" }, { AP_ST_INUSE_SPACE, "bytes" },
-		{ AP_ST_ALLOC_SAMPLES, "count" }, { AP_ST_ALLOC_U, "bytes" },
-		{ AP_ST_ALLOC_SPACE_VAR, "bytes^2" },
-		{ AP_ST_ALLOC_OBJECTS_VAR, "count^2" },
-		{ AP_ST_INUSE_SAMPLES, "count" }, { AP_ST_INUSE_U, "bytes" },
-		{ AP_ST_INUSE_SPACE_VAR, "bytes^2" },
-		{ AP_ST_INUSE_OBJECTS_VAR, "count^2" },
-		{ AP_ST_ALLOC_USABLE, "bytes" }, { AP_ST_INUSE_USABLE, "bytes" },
-	};
-	if (!p || period <= 0 || p->nsample_types || p->nsamples)
-		return AP_EINVAL;
-	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-		int rc = ap_profile_add_sample_type(p, types[i][0], types[i][1]);
-		if (rc < 0)
-			return rc;
-	}
-	int64_t t = ap_profile_intern(p, "space");
-	int64_t u = t < 0 ? t : ap_profile_intern(p, "bytes");
-	int64_t d = u < 0 ? u : ap_profile_intern(p, AP_ST_INUSE_SPACE);
-	if (d < 0)
-		return (int)d;
-	p->period_type.type = t;
-	p->period_type.unit = u;
-	p->period = period;
-	p->default_sample_type = d;
-	return 0;
 }
 
 /*

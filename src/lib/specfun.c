@@ -1,6 +1,6 @@
 /*
  * specfun.c: the special functions behind allocprof's intervals: the
- * regularized incomplete beta (negative-binomial CDF, [R4]), the
+ * regularized incomplete beta (the NB CDF, [R4]), the
  * regularized incomplete gamma (exact Poisson intervals) and the standard
  * normal CDF and quantile (HT normal intervals, Camp-Paulson).
  *

@@ -27,15 +27,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "allocprof/codec.h"
+#include "../lib/hash.h"
+#include "allocprof/heapv2.h"
 #include "config.h"
 #include "log.h"
 #include "unwinder.h"
-#if __has_include("allocprof/heapv2.h")
-#include "allocprof/heapv2.h"
-#define DUMP_HAVE_HEAPV2 1
-#endif
-
 
 /* ---- mappings -------------------------------------------------------------- */
 
@@ -280,7 +276,7 @@ static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
 		for (size_t i = 0; i < m->cap; i++) {
 			if (!m->id[i])
 				continue;
-			size_t j = (m->addr[i] * 0x9E3779B97F4A7C15ULL) >> 7 & (cap - 1);
+			size_t j = (size_t)hash_mix64(m->addr[i]) & (cap - 1);
 			while (ni[j])
 				j = (j + 1) & (cap - 1);
 			na[j] = m->addr[i];
@@ -292,7 +288,7 @@ static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
 		m->id = ni;
 		m->cap = cap;
 	}
-	size_t j = (addr * 0x9E3779B97F4A7C15ULL) >> 7 & (m->cap - 1);
+	size_t j = (size_t)hash_mix64(addr) & (m->cap - 1);
 	while (m->id[j]) {
 		if (m->addr[j] == addr) {
 			*out = m->id[j];
@@ -317,34 +313,14 @@ static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
 
 /* ---- samples --------------------------------------------------------------- */
 
-static int64_t rnd(double x)
+/* A site's counters as the library's heap sums (same fields). */
+static ap_heap_sums sums_of(const site_counts *c)
 {
-	if (!(x > 0.5)) /* negatives are float residue of add-then-subtract; NaN */
-		return 0;
-	if (x >= 9.2e18)
-		return INT64_MAX;
-	return (int64_t)llround(x);
-}
-
-/* The 14 values in ap_profile_init_heap's order. */
-static void site_values(const site_snap *s, int64_t v[14])
-{
-	const site_counts *a = &s->alloc, *u = &s->inuse;
-	bool live = u->samples > 0;
-	v[0] = rnd(a->objects);
-	v[1] = rnd(a->space);
-	v[2] = live ? rnd(u->objects) : 0;
-	v[3] = live ? rnd(u->space) : 0;
-	v[4] = (int64_t)a->samples;
-	v[5] = rnd(a->u);
-	v[6] = rnd(a->space_var);
-	v[7] = rnd(a->objects_var);
-	v[8] = (int64_t)u->samples;
-	v[9] = live ? rnd(u->u) : 0;
-	v[10] = live ? rnd(u->space_var) : 0;
-	v[11] = live ? rnd(u->objects_var) : 0;
-	v[12] = rnd(a->usable);
-	v[13] = live ? rnd(u->usable) : 0;
+	ap_heap_sums h = { .objects = c->objects, .space = c->space, .u = c->u,
+			   .space_var = c->space_var,
+			   .objects_var = c->objects_var, .usable = c->usable,
+			   .samples = c->samples };
+	return h;
 }
 
 static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps)
@@ -373,8 +349,9 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 				    &locs[i]);
 		if (rc != 0)
 			break;
-		int64_t vals[14];
-		site_values(s, vals);
+		int64_t vals[AP_HEAP_NVALUES];
+		ap_heap_sums alloc = sums_of(&s->alloc), inuse = sums_of(&s->inuse);
+		ap_heap_sums_encode(&alloc, &inuse, vals);
 		ap_label labels[2];
 		size_t nl = 1;
 		memset(labels, 0, sizeof labels);
@@ -396,33 +373,13 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 	return rc;
 }
 
-/* "allocprof.hist.NAME=" + base64(binary encoding of h). */
+/* h as the comment "allocprof.hist.NAME=..." (ap_profile_hist_comment_add). */
 static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_hist *h)
 {
-	const ap_allocator *al = arena_allocator(a);
 	ap_hist_snap *snap = NULL;
-	unsigned char *bin = NULL;
-	char *b64 = NULL, *text = NULL;
-	size_t bin_len = 0, b64_len = 0;
-	int rc = ap_hist_snapshot(h, al, &snap);
+	int rc = ap_hist_snapshot(h, arena_allocator(a), &snap);
 	if (rc == 0)
-		rc = ap_hist_encode(snap, al, &bin, &bin_len);
-	if (rc == 0)
-		rc = ap_base64_encode(bin, bin_len, al, &b64, &b64_len);
-	if (rc == 0) {
-		size_t need = strlen(AP_COMMENT_HIST_PREFIX) + strlen(name) + 1 + b64_len + 1;
-		text = arena_alloc(a, need);
-		if (!text)
-			rc = AP_ENOMEM;
-		else {
-			snprintf(text, need, "%s%s=%s", AP_COMMENT_HIST_PREFIX, name, b64);
-			rc = ap_profile_add_comment(p, text);
-		}
-	}
-	arena_free(a, text);
-	arena_free(a, b64);
-	if (bin)
-		ap_hist_buffer_free(al, bin, bin_len);
+		rc = ap_profile_hist_comment_add(p, name, snap);
 	ap_hist_snap_destroy(snap);
 	return rc;
 }
@@ -595,7 +552,6 @@ int dump_write_atomic(const char *path, const void *buf, size_t len)
 	return rc;
 }
 
-#ifdef DUMP_HAVE_HEAPV2
 /* /proc/self/maps into an arena buffer (NUL-terminated). */
 static char *read_maps(arena *a)
 {
@@ -627,7 +583,6 @@ static char *read_maps(arena *a)
 		buf[n] = '\0';
 	return buf;
 }
-#endif
 
 static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
 {
@@ -646,7 +601,6 @@ static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
 
 static int write_heapv2(const dump_input *in, ap_profile *p, const char *path)
 {
-#ifdef DUMP_HAVE_HEAPV2
 	const ap_allocator *al = arena_allocator(in->a);
 	char *maps = read_maps(in->a);
 	char *text = NULL;
@@ -660,11 +614,6 @@ static int write_heapv2(const dump_input *in, ap_profile *p, const char *path)
 		al->free(al->ctx, text, len);
 	arena_free(in->a, maps);
 	return rc;
-#else
-	rt_log("format=heap_v2 is not available in this build; writing pprof to %s",
-	       path);
-	return write_pprof(in, p, path);
-#endif
 }
 
 int dump_write_file(const dump_input *in, const char *path)

@@ -6,13 +6,18 @@
 # 1 - e^-64 at rate 16384), across 4 threads and a fork, and counts the
 # blocks bearing the range's signature (page-aligned, usable size a whole
 # number of pages) among those of entry points for which glibc never
-# returns that (all but alignments of a page or more).
-#  - glibc alone: 0 such blocks, no errors;
+# returns that (malloc, calloc, realloc, alignments below the page; not
+# valloc, pvalloc or page alignments, whose blocks glibc mmaps with exactly
+# that signature whenever its dynamic mmap threshold is below their size).
+#  - glibc alone: 0 such blocks, no errors; also with
+#    MALLOC_MMAP_THRESHOLD_=131072, which makes glibc mmap every block of
+#    128 KiB or more, so its mmapped blocks are all checked, every run;
 #  - runtime at rate=16384: every such block has it (the odds of one 1 MiB block
 #    escaping sampling are below 1e-13), no errors, a readable profile;
 #  - runtime at rate=1 (below the range's threshold: design 1 serves
 #    samples from glibc): 0 such blocks, no errors;
-#  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks;
+#  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks,
+#    with glibc's dynamic threshold and with every large block mmapped;
 #  - runtime on jemalloc, tcmalloc, mimalloc (if installed) at 16384: no
 #    errors (their large blocks can look paged, so only errors are checked).
 # AP_TEST_PRELOAD: needs the runtime.
@@ -21,12 +26,14 @@
 PROG=$AP_PROGDIR/region_allocs
 [ -x "$PROG" ] || fail "not built: $PROG"
 
-# run NAME PRELOAD OPTIONS: run the program; leaves "blocks signed paged errors"
-# in $TMP/NAME.counts and fails on a nonzero exit.
+# run NAME PRELOAD OPTIONS [VAR=VALUE...]: run the program (with the extra
+# environment); leaves "blocks signed paged errors" in $TMP/NAME.counts and
+# fails on a nonzero exit.
 run() {
 	local name=$1 pre=$2 opts=$3 st=0
+	shift 3
 	mkdir -p "$TMP/$name"
-	bounded 120 env LD_PRELOAD="$pre" ALLOCPROF_OPTIONS="$opts,output=$TMP/$name/p.%p.pb.gz" \
+	bounded 120 env "$@" LD_PRELOAD="$pre" ALLOCPROF_OPTIONS="$opts,output=$TMP/$name/p.%p.pb.gz" \
 		"$PROG" >"$TMP/$name.out" 2>"$TMP/$name.err" || st=$?
 	[ $st = 0 ] || fail "$name: exit status $st: $(head -5 "$TMP/$name.err")"
 	[ ! -s "$TMP/$name.err" ] || fail "$name: stderr: $(head -5 "$TMP/$name.err")"
@@ -40,6 +47,14 @@ read -r blocks signed paged errors <"$TMP/plain.counts"
 [ "$blocks" -gt 500 ] || fail "plain: only $blocks blocks checked"
 [ "$signed" -gt 300 ] || fail "plain: only $signed blocks with a distinctive signature"
 [ "$paged" = 0 ] || fail "plain: glibc returned $paged page-rounded blocks; the signature is not distinctive"
+
+# glibc mmapping every large block: the blocks whose signature depends on
+# its threshold are always mmapped here, so a signed one would show.
+MMAP_ALL=MALLOC_MMAP_THRESHOLD_=131072
+run plain_mmap "" "seed=1" "$MMAP_ALL"
+read -r b0 s0 p0 e0 <"$TMP/plain_mmap.counts"
+[ "$s0" = "$signed" ] || fail "plain_mmap: $s0 signed blocks, $signed with glibc's own threshold"
+[ "$p0" = 0 ] || fail "plain_mmap: glibc returned $p0 page-rounded blocks; the signature is not distinctive"
 
 run region "$LIB" "seed=3,rate=16384"
 read -r b2 s2 p2 e2 <"$TMP/region.counts"
@@ -59,6 +74,12 @@ read -r b4 s4 p4 e4 <"$TMP/range0.counts"
 [ "$s4" = "$signed" ] || fail "range0: $s4 signed blocks, $signed without the runtime"
 [ "$p4" = 0 ] || fail "range0: $p4 blocks came from the range with range=0"
 check_profiles range0 "$TMP/range0"
+
+run range0_mmap "$LIB" "seed=3,rate=16384,range=0" "$MMAP_ALL"
+read -r b5 s5 p5 e5 <"$TMP/range0_mmap.counts"
+[ "$s5" = "$signed" ] || fail "range0_mmap: $s5 signed blocks, $signed without the runtime"
+[ "$p5" = 0 ] || fail "range0_mmap: $p5 page-rounded blocks with range=0"
+check_profiles range0_mmap "$TMP/range0_mmap"
 
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")

@@ -63,31 +63,20 @@ static void site_stream(int s, uint64_t *size, uint64_t *count)
 		*count = 262144 / *size;
 }
 
-/* Per-site HT sums, as the runtime accumulates them. */
-struct acc {
-	double objects, bytes, samples, u, var_b, var_o;
-};
+/*
+ * Per-site sums, as the runtime accumulates them, in the library's
+ * ap_heap_sums: the profile's values come from ap_heap_sums_encode, the
+ * call the runtime makes, so the layout checked is the one it writes.
+ */
+typedef ap_heap_sums acc;
 
-static const char *const types[14][2] = {
-	{AP_ST_ALLOC_OBJECTS, "count"}, {AP_ST_ALLOC_SPACE, "bytes"},
-	{AP_ST_INUSE_OBJECTS, "count"}, {AP_ST_INUSE_SPACE, "bytes"},
-	{AP_ST_ALLOC_SAMPLES, "count"}, {AP_ST_ALLOC_U, "bytes"},
-	{AP_ST_ALLOC_SPACE_VAR, "bytes"}, {AP_ST_ALLOC_OBJECTS_VAR, "count"},
-	{AP_ST_INUSE_SAMPLES, "count"}, {AP_ST_INUSE_U, "bytes"},
-	{AP_ST_INUSE_SPACE_VAR, "bytes"}, {AP_ST_INUSE_OBJECTS_VAR, "count"},
-	{AP_ST_ALLOC_USABLE, "bytes"}, {AP_ST_INUSE_USABLE, "bytes"}};
-
-static int build_profile(const struct acc *a, uint64_t rate, ap_profile **out)
+static int build_profile(const acc *a, uint64_t rate, ap_profile **out)
 {
 	ap_profile *p;
 	if (ap_profile_create(NULL, &p))
 		return -1;
-	for (int t = 0; t < 14; t++)
-		if (ap_profile_add_sample_type(p, types[t][0], types[t][1]) < 0)
-			goto fail;
-	p->period = (int64_t)rate;
-	p->period_type.type = ap_profile_intern(p, "space");
-	p->period_type.unit = ap_profile_intern(p, "bytes");
+	if (ap_profile_init_heap(p, (int64_t)rate))
+		goto fail;
 	ap_mapping m = {.memory_start = 0x400000, .memory_limit = 0x800000,
 			.filename = ap_profile_intern(p, "/synthetic/prog"),
 			.has_functions = true, .has_filenames = true,
@@ -122,18 +111,9 @@ static int build_profile(const struct acc *a, uint64_t rate, ap_profile **out)
 		locs[1] = main_loc;
 		if (ap_profile_add_location(p, &loc, &locs[0]))
 			goto fail;
-		const struct acc *x = &a[s];
-		int64_t view[6] = {llround(x->objects), llround(x->bytes),
-				   llround(x->samples), llround(x->u),
-				   llround(x->var_b), llround(x->var_o)};
-		int64_t v[14];
+		int64_t v[AP_HEAP_NVALUES];
 		/* Everything is still live: inuse = alloc. */
-		v[0] = v[2] = view[0];
-		v[1] = v[3] = v[12] = v[13] = view[1];
-		v[4] = v[8] = view[2];
-		v[5] = v[9] = view[3];
-		v[6] = v[10] = view[4];
-		v[7] = v[11] = view[5];
+		ap_heap_sums_encode(&a[s], &a[s], v);
 		uint64_t size, count;
 		site_stream(s, &size, &count);
 		ap_label lb = {.key = k_bytes, .num = (int64_t)size};
@@ -159,7 +139,7 @@ static int run_program(uint64_t seed, uint64_t rate, int doubled,
 	ap_sampler smp;
 	if (ap_sampler_init(&smp, &c))
 		return -1;
-	struct acc a[NSITES];
+	acc a[NSITES];
 	memset(a, 0, sizeof a);
 	for (int s = 0; s < NSITES; s++) {
 		uint64_t size, count;
@@ -173,11 +153,12 @@ static int run_program(uint64_t seed, uint64_t rate, int doubled,
 			ap_sampler_sample(&smp, size, &info);
 			double pi = info.prob, z = (double)size;
 			a[s].objects += 1 / pi;
-			a[s].bytes += z / pi;
+			a[s].space += z / pi;
+			a[s].usable += z / pi;
 			a[s].samples += 1;
 			a[s].u += z - (double)info.offset;
-			a[s].var_b += (1 - pi) * z * z / (pi * pi);
-			a[s].var_o += (1 - pi) / (pi * pi);
+			a[s].space_var += (1 - pi) * z * z / (pi * pi);
+			a[s].objects_var += (1 - pi) / (pi * pi);
 		}
 	}
 	ap_profile *p;

@@ -5,7 +5,9 @@
  * into a profile exactly as the runtime does it: per (stack, size) the
  * additive HT sums (objects 1/pi, bytes Z/pi, variance estimates
  * (1-pi)/pi^2 * Z^2 and (1-pi)/pi^2), sample counts and u = sum (Z - offset),
- * for the alloc view and, for objects still live, the inuse view. Frames are
+ * for the alloc view and, for objects still live, the inuse view, laid out
+ * as sample values by the library's ap_heap_sums_encode like the runtime's
+ * profiles. Frames are
  * already symbolized (Function/Line filled; addresses synthetic), with a
  * "malloc" leaf frame that reports must drop and "main" as the root.
  *
@@ -15,7 +17,6 @@
 #ifndef ALLOCPROF_TESTS_REPORT_SYNTH_H
 #define ALLOCPROF_TESTS_REPORT_SYNTH_H
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +38,27 @@ typedef struct synth_truth {
 	double alloc_bytes, alloc_objects, inuse_bytes, inuse_objects;
 } synth_truth;
 
-/* Per-site running sums (doubles; rounded into the profile at the end). */
+/*
+ * Per-site running sums of the alloc and inuse views, in the library's
+ * ap_heap_sums; ap_heap_sums_encode turns them into the sample's values,
+ * the same call the runtime makes (src/preload/dump.c), so the tests check
+ * the layout the runtime really writes.
+ */
 struct synth_acc {
-	double v[14];
+	ap_heap_sums alloc, inuse;
 };
 
-enum { SY_AO, SY_AS, SY_IO, SY_IS, SY_AN, SY_AU, SY_AV, SY_AVO,
-       SY_IN, SY_IU, SY_IV, SY_IVO, SY_AUS, SY_IUS };
-
-static const char *const synth_types[14] = {
-	AP_ST_ALLOC_OBJECTS, AP_ST_ALLOC_SPACE, AP_ST_INUSE_OBJECTS,
-	AP_ST_INUSE_SPACE, AP_ST_ALLOC_SAMPLES, AP_ST_ALLOC_U,
-	AP_ST_ALLOC_SPACE_VAR, AP_ST_ALLOC_OBJECTS_VAR, AP_ST_INUSE_SAMPLES,
-	AP_ST_INUSE_U, AP_ST_INUSE_SPACE_VAR, AP_ST_INUSE_OBJECTS_VAR,
-	AP_ST_ALLOC_USABLE, AP_ST_INUSE_USABLE};
+static void synth_add(ap_heap_sums *c, double w, double z, double u,
+		      double vo)
+{
+	c->objects += w;
+	c->space += w * z;
+	c->usable += w * z;
+	c->samples++;
+	c->u += u;
+	c->space_var += vo * z * z;
+	c->objects_var += vo;
+}
 
 static void synth_record(struct synth_acc *a, const ap_sample_info *in,
 			 bool live)
@@ -58,17 +66,9 @@ static void synth_record(struct synth_acc *a, const ap_sample_info *in,
 	double z = (double)in->size, pi = in->prob, w = in->weight;
 	double vo = (1 - pi) / (pi * pi);
 	double u = (double)(in->size - in->offset);
-	double add[6] = {w, w * z, 1, u, vo * z * z, vo};
-	for (int k = 0; k < (live ? 2 : 1); k++) {
-		int base = k ? SY_IN : SY_AN;
-		a->v[k ? SY_IO : SY_AO] += add[0];
-		a->v[k ? SY_IS : SY_AS] += add[1];
-		a->v[k ? SY_IUS : SY_AUS] += add[1];
-		a->v[base] += add[2];
-		a->v[base + 1] += add[3];
-		a->v[base + 2] += add[4];
-		a->v[base + 3] += add[5];
-	}
+	synth_add(&a->alloc, w, z, u, vo);
+	if (live)
+		synth_add(&a->inuse, w, z, u, vo);
 }
 
 /* Add a function + location for name, returning the location id. */
@@ -140,20 +140,15 @@ static int synth_profile(const synth_site *sites, size_t n, uint64_t rate,
 				synth_record(&acc[i], &info, live);
 		}
 	}
-	int idx[14];
-	for (int k = 0; !rc && k < 14; k++)
-		if ((idx[k] = ap_profile_find_sample_type(p, synth_types[k])) < 0)
-			rc = AP_EINVAL;
 	int64_t kbytes = rc ? 0 : ap_profile_intern(p, "bytes");
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (acc[i].v[SY_AN] == 0)
+		if (acc[i].alloc.samples == 0)
 			continue;
 		uint64_t locs[3] = {mloc, 0, root};
 		rc = synth_loc(p, sites[i].function, sites[i].file, sites[i].line,
 			       0x10000 + 16 * (uint64_t)i, &locs[1]);
-		int64_t vals[14];
-		for (int k = 0; k < 14; k++)
-			vals[idx[k]] = llround(acc[i].v[k]);
+		int64_t vals[AP_HEAP_NVALUES];
+		ap_heap_sums_encode(&acc[i].alloc, &acc[i].inuse, vals);
 		ap_label lb = {kbytes, 0, (int64_t)sites[i].size, kbytes};
 		if (!rc)
 			rc = ap_profile_add_sample(p, locs, 3, vals, &lb, 1);

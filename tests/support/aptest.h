@@ -7,11 +7,18 @@
  * Checks never evaluate their arguments more than once and never hide side
  * effects: a failed check records the failure, prints file:line and the
  * expression, and returns from the test.
+ *
+ * A test that cannot run here (a library or a privilege the machine lacks)
+ * calls AP_SKIP("reason", ...): the reason is printed, the test returns,
+ * the other tests still run, and the program exits 77 -- CTest's
+ * SKIP_RETURN_CODE, so the run is reported as skipped, never as passed --
+ * unless a test failed (exit 1).
  */
 #ifndef ALLOCPROF_APTEST_H
 #define ALLOCPROF_APTEST_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -23,7 +30,19 @@ void ap_test_fail(const char *file, int line, const char *fmt, ...)
 const char *ap_test_datadir(void);
 /* Directory holding build outputs (allocprof, liballocprof_preload.so). */
 const char *ap_test_bindir(void);
+void ap_test_skip(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * Absolute path of the shared library the dynamic linker finds for soname
+ * (e.g. "libjemalloc.so.2") into path; 0, or -1 when it finds none. The
+ * library is never loaded into the test itself.
+ */
+int ap_test_find_library(const char *soname, char *path, size_t cap);
 extern int ap_test_failed_flag;
+extern int ap_test_skipped_flag;
+
+/* Exit status of a test program that skipped (CTest SKIP_RETURN_CODE). */
+#define AP_TEST_SKIP_CODE 77
 
 #define AP_TEST(name)                                                        \
 	static void name(void);                                              \
@@ -39,6 +58,12 @@ extern int ap_test_failed_flag;
 			ap_test_fail(__FILE__, __LINE__, "%s", #cond);       \
 			return;                                              \
 		}                                                            \
+	} while (0)
+
+#define AP_SKIP(...)                                                         \
+	do {                                                                 \
+		ap_test_skip(__FILE__, __LINE__, __VA_ARGS__);               \
+		return;                                                      \
 	} while (0)
 
 #define AP_CHECK_MSG(cond, ...)                                              \

@@ -7,12 +7,12 @@
  * values the common case must hand to the general path: 2^32 and above,
  * carries out of the low words of the sum and of the sum of squares,
  * counters not allocated yet, and values recorded after a reset. Also the
- * published layout (allocprof/hist.h) and the error path.
+ * published layout (allocprof/hist_inline.h) and the error path.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocprof/hist.h"
+#include "allocprof/hist_inline.h"
 #include "aptest.h"
 
 __extension__ typedef unsigned __int128 u128;

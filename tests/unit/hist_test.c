@@ -10,6 +10,12 @@
 #include "allocprof/hist.h"
 #include "aptest.h"
 
+/* The default header is opaque: the recorder's layout is published only by
+ * the opt-in allocprof/hist_inline.h. */
+#if defined(AP_HIST_INLINE_RECORD) || defined(ALLOCPROF_HIST_INLINE_H)
+#error "allocprof/hist.h publishes the recorder layout"
+#endif
+
 /* An allocator that fails every allocation after the first `budget`. */
 struct failing {
 	int budget;

@@ -8,7 +8,7 @@
  * histogram recorded single-threaded from the same streams.
  *
  * The second test does the same through the inline record path
- * (ap_hist_recorder_add_inline, allocprof/hist.h), which reads and writes
+ * (ap_hist_recorder_add_inline, allocprof/hist_inline.h), which reads and writes
  * the recorder's published hot fields from the caller's code: a plain
  * (non-atomic) access or a missing acquire on its counter table would show
  * here as a race. Its reader also checks each snapshot during the run
@@ -16,7 +16,7 @@
  */
 #include <pthread.h>
 
-#include "allocprof/hist.h"
+#include "allocprof/hist_inline.h"
 #include "aptest.h"
 
 #define THREADS 4

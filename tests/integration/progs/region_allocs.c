@@ -12,10 +12,13 @@
  * N blocks checked; S of them from entry points where the region's
  * signature is distinctive, M of those S with it: a page-aligned pointer
  * and a usable size that is a whole number of pages, which glibc never
- * gives for malloc, calloc, realloc, valloc, pvalloc or alignments below
- * the page (its usable sizes are 8 mod 16 in the heap, a page minus 16 mod
- * the page size for mmapped chunks with their 16-byte header). glibc's
- * mmapped blocks aligned to a page or more can look paged, so those are
+ * gives for malloc, calloc, realloc or alignments below the page: a heap
+ * chunk's usable size is 8 mod 16, and an mmapped chunk's user pointer sits
+ * 16 bytes (or, aligned, less than a page) past the page its mapping starts
+ * on. A block aligned to a page or more -- valloc and pvalloc included --
+ * that glibc mmaps is page-aligned with a usable size of whole pages, the
+ * signature exactly; whether glibc mmaps a 1 MiB block depends on its
+ * dynamic mmap threshold, i.e. on the history of frees, so those blocks are
  * not signed.
  * The caller compares M with and without the runtime. Exit status 1 if any
  * check failed.
@@ -177,14 +180,14 @@ static void round_all(struct tally *t, unsigned k)
 		t->errors++;
 		fprintf(stderr, "valloc: %p\n", v);
 	}
-	note(t, v, n);
+	note_sig(t, v, n, 0); /* page-aligned: glibc's can look paged */
 	free(v);
 	v = pvalloc(n + 1);
 	if (!v || (uintptr_t)v % page || malloc_usable_size(v) < (n + page) / page * page) {
 		t->errors++;
 		fprintf(stderr, "pvalloc: %p\n", v);
 	}
-	note(t, v, n + 1);
+	note_sig(t, v, n + 1, 0);
 	free(v);
 }
 
