@@ -12,9 +12,14 @@
  *
  * Three objects:
  *   ap_hist           the live histogram. ap_hist_add* may be called from any
- *                     number of threads at once: relaxed atomics, no locks;
- *                     counter arrays are allocated per exponent on first use
- *                     and installed with compare-and-swap.
+ *                     number of threads at once, without locks: ap_hist_add
+ *                     records into a per-thread recorder of the histogram
+ *                     that it binds to the calling thread on first use (and
+ *                     releases at thread exit, counts kept), so it costs
+ *                     about what a recorder does and does not slow down as
+ *                     threads are added; counter arrays are allocated per
+ *                     exponent on first use and installed with
+ *                     compare-and-swap.
  *   ap_hist_recorder  a per-thread shard of an ap_hist. Its record path has no
  *                     atomic read-modify-write (one writer: load + store), so
  *                     it costs about as much as a plain array increment;
@@ -78,7 +83,10 @@ AP_API void ap_hist_destroy(ap_hist *h);
 AP_API unsigned ap_hist_sigbits(const ap_hist *h);
 
 /*
- * Record v once / n times. Thread-safe, lock-free. AP_ENOMEM when the counter
+ * Record v once / n times. Thread-safe; no lock on the record path (a
+ * thread's first record into h takes a process-wide lock once to bind
+ * its recorder; memory: one recorder, about 1.3 KiB plus counter arrays,
+ * per thread recording into h at the same time). AP_ENOMEM when the counter
  * array for v's exponent could not be allocated: v is then not recorded (the
  * number of such losses is kept, ap_hist_snap_dropped). The caller keeps the
  * total count below 2^64 (the snapshot reports AP_ERANGE otherwise).

@@ -89,10 +89,23 @@ ap_hist_recorder_hot_of(ap_hist_recorder *r)
  * true, or change nothing and return false (the caller then takes the
  * general path). Not for direct use: call ap_hist_recorder_add_inline.
  */
-static inline bool
-ap_hist_recorder_add_common(struct ap_hist_recorder_hot *h, uint64_t v)
+static inline unsigned
+ap_hist_recorder_exponent(const struct ap_hist_recorder_hot *h, uint64_t v)
 {
-	unsigned e = (63u ^ (unsigned)__builtin_clzll(v | h->lead)) - h->sigbits;
+	/* The key's exponent: how far v is shifted right to keep sigbits + 1
+	 * significant bits (63 ^ clz is one BSR). */
+	return (63u ^ (unsigned)__builtin_clzll(v | h->lead)) - h->sigbits;
+}
+
+/*
+ * The same with v's exponent e given (ap_hist_recorder_exponent of any
+ * hot part of the same sigbits): lets a caller compute e while it is
+ * still finding the recorder.
+ */
+static inline bool
+ap_hist_recorder_add_common_e(struct ap_hist_recorder_hot *h, uint64_t v,
+			      unsigned e)
+{
 	uintptr_t base = atomic_load_explicit(&h->base[e], memory_order_acquire);
 	uint64_t sum = atomic_load_explicit(&h->sum_lo, memory_order_relaxed);
 	uint64_t sq = atomic_load_explicit(&h->sq_lo, memory_order_relaxed);
@@ -110,6 +123,12 @@ ap_hist_recorder_add_common(struct ap_hist_recorder_hot *h, uint64_t v)
 	if (v > atomic_load_explicit(&h->max, memory_order_relaxed))
 		atomic_store_explicit(&h->max, v, memory_order_relaxed);
 	return true;
+}
+
+static inline bool
+ap_hist_recorder_add_common(struct ap_hist_recorder_hot *h, uint64_t v)
+{
+	return ap_hist_recorder_add_common_e(h, v, ap_hist_recorder_exponent(h, v));
 }
 
 /* As ap_hist_recorder_add (same results, same errors), inlined. */

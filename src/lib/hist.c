@@ -6,6 +6,10 @@
  * accounting and taking a snapshot that merges the shared counters with
  * every recorder. Queries live in hist_query.c.
  *
+ * ap_hist_add itself records into a per-thread recorder of h bound behind
+ * the caller's back (hist_tls.c); the atomic path remains for weighted
+ * records (one carry for the whole histogram), merges and the fallback.
+ *
  * One recording routine serves both flavours: core_add() takes a constant
  * `shared` flag and is always inlined, so each caller gets straight-line code
  * with either atomic RMWs (shared) or plain load/add/store (recorder). The
@@ -302,6 +306,12 @@ int ap_hist_create(ap_hist **out, unsigned sigbits, const ap_allocator *alloc)
 	core_init(&h->core, sigbits);
 	h->alloc = *a;
 	atomic_init(&h->recorders, NULL);
+	h->id = apx_hist_new_id();
+	h->tls_off = offsetof(struct hist_tls, slot) +
+		     (size_t)(h->id & (HIST_TLS_SLOTS - 1)) *
+			     sizeof(struct hist_tls_slot);
+	h->reg_prev = h->reg_next = NULL;
+	atomic_init(&h->registered, false);
 	stripes_clear(h);
 	*out = h;
 	return 0;
@@ -320,6 +330,7 @@ void ap_hist_destroy(ap_hist *h)
 {
 	if (!h)
 		return;
+	apx_hist_tls_forget(h);
 	ap_allocator a = h->alloc;
 	ap_hist_recorder *r = atomic_load_explicit(&h->recorders,
 						   memory_order_acquire);
@@ -351,14 +362,46 @@ static inline struct hist_stripe *my_stripe(ap_hist *h)
 	return st;
 }
 
+/*
+ * Everything but ap_hist_add's common case: record into the calling
+ * thread's recorder of h, binding one first if needed (hist_tls.c); when
+ * no recorder can be had (out of memory, no thread-specific key), on the
+ * shared atomic path with the sums striped by CPU.
+ */
+static __attribute__((noinline)) int shared_add_slow(ap_hist *h, uint64_t v,
+						      uint64_t n)
+{
+	ap_hist_recorder *r = hist_tls_find(h);
+	if (!r)
+		r = apx_hist_tls_bind(h);
+	if (AP_LIKELY(r))
+		return core_add(&r->core, &h->alloc, v, n, NULL);
+	return core_add(&h->core, &h->alloc, v, n, my_stripe(h));
+}
+
+/*
+ * The shared record: the calling thread's own recorder of h (one TLS load,
+ * one tagged cache slot), then the recorder's single-writer common case
+ * (allocprof/hist_inline.h). No atomic read-modify-write and no cache line
+ * shared with other threads, so it costs about what a per-thread recorder
+ * does and scales with threads; snapshots merge the recorders.
+ */
 int ap_hist_add(ap_hist *h, uint64_t v)
 {
-	return core_add(&h->core, &h->alloc, v, 1, my_stripe(h));
+	/* v's exponent from h's own (equal) sigbits, computed while the
+	 * recorder is being found rather than after: a shorter chain of
+	 * dependent loads per record. */
+	unsigned e = ap_hist_recorder_exponent(&h->core.hot, v);
+	const struct hist_tls_slot *sl = hist_tls_slot(h);
+	if (AP_LIKELY(sl->id == h->id) &&
+	    AP_LIKELY(ap_hist_recorder_add_common_e(&sl->r->core.hot, v, e)))
+		return 0;
+	return shared_add_slow(h, v, 1);
 }
 
 int ap_hist_add_n(ap_hist *h, uint64_t v, uint64_t n)
 {
-	return n ? core_add(&h->core, &h->alloc, v, n, my_stripe(h)) : 0;
+	return n ? shared_add_slow(h, v, n) : 0;
 }
 
 int ap_hist_add_weight(ap_hist *h, uint64_t v, double w)

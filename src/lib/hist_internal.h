@@ -122,8 +122,67 @@ struct ap_hist {
 	struct hist_core core;
 	ap_allocator alloc;
 	_Atomic(ap_hist_recorder *) recorders;
+	uint64_t id; /* unique in the process, never reused (hist_tls.c) */
+	size_t tls_off; /* byte offset of its slot in a struct hist_tls */
+	/* In hist_tls.c's registry of histograms that threads have bound
+	 * recorders of: links and flag written under its lock only. */
+	ap_hist *reg_prev, *reg_next;
+	atomic_bool registered;
 	unsigned char stripe_mem[(HIST_STRIPES + 1) * HIST_LINE];
 };
+
+/*
+ * The shared path's per-thread recorders (hist_tls.c): ap_hist_add records
+ * into a recorder of h owned by the calling thread, found through a small
+ * direct-mapped cache per thread, indexed and tagged by h->id (ids are
+ * never reused, so a slot of a destroyed histogram can never match again).
+ * Only the owner thread reads or writes its cache. The cache is heap
+ * memory reached through one initial-exec TLS pointer, so the hot path is
+ * one %fs-relative load, and a library loaded with dlopen needs only 8
+ * bytes of static TLS.
+ */
+#define HIST_TLS_SLOTS 32 /* a power of two */
+struct hist_tls_slot {
+	uint64_t id; /* 0: empty */
+	ap_hist_recorder *r;
+};
+struct hist_tls {
+	struct hist_tls_slot slot[HIST_TLS_SLOTS];
+};
+/* A thread without a cache of its own points at this one, whose slots are
+ * all empty (id 0 matches no histogram), so the record path needs no test
+ * for "no cache yet". Never written. */
+extern struct hist_tls apx_hist_tls_none __attribute__((visibility("hidden")));
+extern __thread struct hist_tls *apx_hist_tls
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The calling thread's slot for h; its recorder is bound (non-NULL) iff
+ * slot->id == h->id. */
+static inline const struct hist_tls_slot *hist_tls_slot(const ap_hist *h)
+{
+	/* = &apx_hist_tls->slot[h->id % HIST_TLS_SLOTS], the index
+	 * precomputed at creation (two instructions fewer per record) */
+	return (const struct hist_tls_slot *)(void *)((char *)apx_hist_tls +
+						      h->tls_off);
+}
+
+/* The calling thread's recorder of h, or NULL if it has none bound. */
+static inline ap_hist_recorder *hist_tls_find(const ap_hist *h)
+{
+	const struct hist_tls_slot *sl = hist_tls_slot(h);
+	return sl->id == h->id ? sl->r : NULL;
+}
+
+/* A fresh histogram id (never 0). */
+uint64_t apx_hist_new_id(void);
+/* Bind a recorder of h to the calling thread (evicting the slot's previous
+ * binding, whose recorder is released if its histogram still exists) and
+ * return it; NULL when none could be had (then record on the shared
+ * atomic path). Released at thread exit: its counts stay in h. */
+ap_hist_recorder *apx_hist_tls_bind(ap_hist *h);
+/* ap_hist_destroy: take h out of the registry, so that no thread's exit
+ * or eviction touches its recorders any more. */
+void apx_hist_tls_forget(ap_hist *h);
 
 static inline struct hist_stripe *hist_stripe(const ap_hist *h, unsigned i)
 {

@@ -1,11 +1,14 @@
 /*
  * hist_thread_test.c (AP_TEST_THREADED: runs under ThreadSanitizer in CI):
  * four threads record the same value streams into one shared histogram
- * (atomic path), each into its own recorder of a second histogram, and each
+ * (ap_hist_add: per-thread recorders bound behind the call), each into its
+ * own recorder of a second histogram, and each
  * in batches into its own recorder of a third, while a fifth thread keeps
  * taking snapshots of all three. After join each histogram must equal,
  * bucket for bucket and in count, sum, sum of squares, min and max, a
- * histogram recorded single-threaded from the same streams.
+ * histogram recorded single-threaded from the same streams, and every
+ * snapshot taken meanwhile must have a count that never decreases and
+ * min <= max.
  *
  * The second test does the same through the inline record path
  * (ap_hist_recorder_add_inline, allocprof/hist_inline.h), which reads and writes
@@ -62,17 +65,32 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+/* One snapshot of h taken while threads record: its count must not be
+ * below the previous one's (*last) and [min, max] must be sane. Returns
+ * the number of faults. */
+static int snap_check(ap_hist *h, uint64_t *last)
+{
+	ap_hist_snap *s;
+	if (ap_hist_snapshot(h, NULL, &s))
+		return 1;
+	uint64_t n = ap_hist_snap_count(s), mn = 0, mx = 0;
+	int errors = n < *last;
+	*last = n;
+	if (n)
+		errors += ap_hist_snap_min(s, &mn) || ap_hist_snap_max(s, &mx) ||
+			  mn > mx;
+	ap_hist_snap_destroy(s);
+	return errors;
+}
+
 static void *reader(void *arg)
 {
 	struct ctx *c = arg;
+	uint64_t last[3] = {0, 0, 0};
 	while (!writers_done) {
-		ap_hist_snap *s;
-		if (!ap_hist_snapshot(c->shared, NULL, &s))
-			ap_hist_snap_destroy(s);
-		if (!ap_hist_snapshot(c->sharded, NULL, &s))
-			ap_hist_snap_destroy(s);
-		if (!ap_hist_snapshot(c->batched, NULL, &s))
-			ap_hist_snap_destroy(s);
+		c->errors += snap_check(c->shared, &last[0]);
+		c->errors += snap_check(c->sharded, &last[1]);
+		c->errors += snap_check(c->batched, &last[2]);
 		(void)ap_hist_memory(c->sharded);
 	}
 	return NULL;
@@ -114,6 +132,7 @@ AP_TEST(shared_and_per_thread_recording_are_exact_after_join)
 	struct ctx c[THREADS + 1];
 	AP_CHECK(run_threads(c, (struct ctx){shared, sharded, batched, 0, 0},
 			     writer, reader));
+	AP_CHECK_EQ_INT(c[THREADS].errors, 0);
 	for (unsigned i = 0; i < THREADS; i++) {
 		AP_CHECK_EQ_INT(c[i].errors, 0);
 		for (uint64_t k = 0; k < PER_THREAD; k++)
@@ -156,20 +175,8 @@ static void *checking_reader(void *arg)
 {
 	struct ctx *c = arg;
 	uint64_t last = 0;
-	while (!writers_done) {
-		ap_hist_snap *s;
-		if (ap_hist_snapshot(c->sharded, NULL, &s)) {
-			c->errors++;
-			continue;
-		}
-		uint64_t n = ap_hist_snap_count(s), mn = 0, mx = 0;
-		c->errors += n < last;
-		last = n;
-		if (n)
-			c->errors += ap_hist_snap_min(s, &mn) ||
-				     ap_hist_snap_max(s, &mx) || mn > mx;
-		ap_hist_snap_destroy(s);
-	}
+	while (!writers_done)
+		c->errors += snap_check(c->sharded, &last);
 	return NULL;
 }
 
