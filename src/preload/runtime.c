@@ -34,9 +34,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +56,48 @@ sampled_set rt_set = { .keys = set_empty_table.keys,
 uintptr_t rt_range_base;
 size_t rt_range_size;
 region rt_region;
+
+/* ---- signals ------------------------------------------------------------ */
+
+/* The kernel's signal set (64 signals on Linux): bit s - 1 is signal s. */
+#define SIGBIT(s) ((uint64_t)1 << ((s) - 1))
+/* Every signal but the synchronous ones (a fault must reach the program's
+ * handler or kill it, not wait) and glibc's internal 32 and 33 (thread
+ * cancellation, set*id broadcasts). SIGKILL and SIGSTOP the kernel ignores. */
+static const uint64_t rt_async_sigs =
+	~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) |
+	  SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGABRT) | SIGBIT(32) |
+	  SIGBIT(33));
+
+uint64_t rt_sigs_block(void)
+{
+	uint64_t old = 0;
+	int e = errno;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &rt_async_sigs, &old, sizeof old);
+	errno = e;
+	return old;
+}
+
+void rt_sigs_restore(uint64_t old)
+{
+	int e = errno;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	errno = e;
+}
+
+/* Enter the runtime on this thread: signals blocked, then the guard. */
+static uint64_t rt_enter(void)
+{
+	uint64_t old = rt_sigs_block();
+	rt_tls.guard++;
+	return old;
+}
+
+static void rt_leave(uint64_t old)
+{
+	rt_tls.guard--;
+	rt_sigs_restore(old);
+}
 
 /* The region's reservation: 64 GiB of address space (its side table, 64
  * bytes per page, is 1 GiB more, also MAP_NORESERVE and touched only under
@@ -326,7 +370,7 @@ static void option_error(void *ctx, const char *msg)
 
 static void fork_prepare(void)
 {
-	rt_tls.guard++;
+	rt_tls.forksave = rt_enter();
 	pthread_mutex_lock(&rt.dump_lock);
 	table_lock(&rt.table);
 	set_lock_all(&rt_set);
@@ -341,7 +385,7 @@ static void fork_parent(void)
 	set_unlock_all(&rt_set);
 	table_unlock(&rt.table);
 	pthread_mutex_unlock(&rt.dump_lock);
-	rt_tls.guard--;
+	rt_leave(rt_tls.forksave);
 }
 
 static void fork_child(void)
@@ -363,7 +407,7 @@ static void fork_child(void)
 		rt.forked_child = true;
 		dumper_atfork_child();
 	}
-	rt_tls.guard--;
+	rt_leave(rt_tls.forksave);
 }
 
 /* ---- initialisation ---------------------------------------------------- */
@@ -422,10 +466,20 @@ static bool do_init(void)
 		return false;
 	}
 	if (unwind_prepare((unwinder_kind)rt.opt.unwinder) != 0) {
-		rt_log("unwinder '%s' is not available: using libunwind",
-		       unwinder_names[rt.opt.unwinder]);
-		rt.opt.unwinder = UNWINDER_LIBUNWIND;
-		unwind_prepare(UNWINDER_LIBUNWIND);
+		/* libunwind is refused when its memory checks cannot be made
+		 * descriptor-free (unwind_nofd.c); then libgcc, then fp. */
+		static const unwinder_kind order[] = { UNWINDER_LIBUNWIND,
+						       UNWINDER_LIBGCC, UNWINDER_FP };
+		unwinder_kind alt = UNWINDER_FP;
+		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+			if (order[i] != (unwinder_kind)rt.opt.unwinder &&
+			    unwind_prepare(order[i]) == 0) {
+				alt = order[i];
+				break;
+			}
+		rt_log("unwinder '%s' is not available: using %s",
+		       unwinder_names[rt.opt.unwinder], unwinder_names[alt]);
+		rt.opt.unwinder = alt;
 	}
 	uintptr_t lo, hi;
 	if (unwind_object_range((const void *)&do_init, &lo, &hi) == 0)
@@ -460,9 +514,9 @@ void rt_ensure_init(void)
 		return;
 	int expect = RT_NEW;
 	if (atomic_compare_exchange_strong(&rt.state, &expect, RT_BUSY)) {
-		rt_tls.guard++;
+		uint64_t m = rt_enter();
 		bool ok = do_init();
-		rt_tls.guard--;
+		rt_leave(m);
 		atomic_store_explicit(&rt.state, ok ? RT_READY : RT_OFF,
 				      memory_order_release);
 		return;
@@ -504,19 +558,21 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			return false;
 		}
 	}
+	/* From here to rt_sample_end no handler runs in this thread. */
+	uint64_t m = rt_enter();
 	if (AP_UNLIKELY(!t->ready)) {
-		t->guard++;
 		thread_init(t);
-		t->guard--;
-		if (!ap_sampler_should_sample(&t->sampler, n))
+		if (!ap_sampler_should_sample(&t->sampler, n)) {
+			rt_leave(m);
 			return false;
+		}
 	}
-	t->guard++;
 	ap_sampler_sample(&t->sampler, n, info);
 	if (info->count == 0) {
-		t->guard--;
+		rt_leave(m);
 		return false;
 	}
+	t->sigsave = m;
 	return true;
 }
 
@@ -536,12 +592,13 @@ static void set_mark_used(void)
 void rt_sample_end(void *p, const ap_sample_info *info)
 {
 	rt_thread *t = &rt_tls;
+	int e = errno; /* the allocator's, for the program */
 	if (p) {
-		uintptr_t pcs[UNWIND_DEPTH_MAX];
 		bool timed = rt.opt.http.enabled;
 		uint64_t t0 = timed ? monotonic_ns() : 0;
-		int depth = unwind_capture((unwinder_kind)rt.opt.unwinder, pcs,
-					   (int)rt.opt.max_depth);
+		int depth;
+		const uintptr_t *pcs = unwind_capture_own((unwinder_kind)rt.opt.unwinder,
+							  (int)rt.opt.max_depth, &depth);
 		if (timed)
 			atomic_fetch_add_explicit(&rt_unwind_ns, monotonic_ns() - t0,
 						  memory_order_relaxed);
@@ -572,26 +629,27 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 			}
 		}
 	}
-	t->guard--;
+	errno = e;
+	rt_leave(t->sigsave);
 }
 
 static void rt_free_sampled(void *p)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = set_remove(&rt_set, p, &rec);
 	if (found && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	rt_real.free(p);
 }
 
 void *rt_realloc_sampled(void *p, size_t n)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = set_remove(&rt_set, p, &rec);
-	rt_tls.guard--;
+	rt_leave(m);
 	if (!found)
 		return rt_real.realloc(p, n);
 	/* The model: free(p) then malloc(n). The new block stays with the
@@ -602,17 +660,17 @@ void *rt_realloc_sampled(void *p, size_t n)
 	void *q = rt_real.realloc(p, n);
 	if (!q && n != 0) {
 		/* Failed: p is still the program's, still sampled. */
-		rt_tls.guard++;
+		m = rt_enter();
 		set_insert(&rt_set, p, &rec);
-		rt_tls.guard--;
+		rt_leave(m);
 		if (sampled)
 			rt_sample_end(NULL, &info);
 		return NULL;
 	}
-	rt_tls.guard++;
+	m = rt_enter();
 	if (rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	if (sampled)
 		rt_sample_end(q, &info);
 	return q;
@@ -658,11 +716,11 @@ static void bad_range_pointer(const char *fn, const void *p)
 static bool region_release(void *p)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = region_free(&rt_region, p, &rec);
 	if (found && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	return found;
 }
 
@@ -736,10 +794,10 @@ __attribute__((constructor)) static void rt_constructor(void)
 {
 	rt_ensure_init();
 	if (atomic_load(&rt.state) == RT_READY) {
-		rt_tls.guard++;
+		uint64_t m = rt_enter();
 		dumper_start_if_needed();
 		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
-		rt_tls.guard--;
+		rt_leave(m);
 	}
 }
 
@@ -747,12 +805,21 @@ __attribute__((destructor)) static void rt_destructor(void)
 {
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
-	rt_tls.guard++;
+	if (rt_tls.guard) {
+		/* exit() from inside the runtime's own work in this thread (a
+		 * synchronous signal's handler; asynchronous ones are blocked
+		 * there): whatever it holds stays held, so no dump. */
+		if (rt.opt.dump_at_exit)
+			rt_log("exit inside the runtime's own work (from a signal "
+			       "handler?): no profile at exit");
+		return;
+	}
+	uint64_t m = rt_enter();
 	http_runtime_stop();
 	dumper_stop();
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
-	rt_tls.guard--;
+	rt_leave(m);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -764,9 +831,9 @@ AP_RUNTIME_API int ap_runtime_set_thread_rate(uint64_t rate)
 		return AP_EUNSUPPORTED;
 	rt_thread *t = &rt_tls;
 	if (!t->ready) {
-		t->guard++;
+		uint64_t m = rt_enter();
 		thread_init(t);
-		t->guard--;
+		rt_leave(m);
 	}
 	return ap_sampler_set_rate(&t->sampler, rate ? rate : rt.opt.rate);
 }
@@ -776,9 +843,9 @@ AP_RUNTIME_API int ap_runtime_dump(const char *path)
 	rt_ensure_init();
 	if (atomic_load(&rt.state) != RT_READY)
 		return AP_EUNSUPPORTED;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	int rc = dumper_dump_now(path);
-	rt_tls.guard--;
+	rt_leave(m);
 	return rc;
 }
 
@@ -790,9 +857,9 @@ AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out)
 	if (atomic_load(&rt.state) != RT_READY)
 		return AP_EUNSUPPORTED;
 	table_totals tot;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	table_totals_get(&rt.table, &tot);
-	rt_tls.guard--;
+	rt_leave(m);
 	out->alloc_bytes = tot.alloc_space;
 	out->alloc_objects = tot.alloc_objects;
 	out->inuse_bytes = tot.inuse_space > 0 ? tot.inuse_space : 0;

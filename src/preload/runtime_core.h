@@ -45,7 +45,24 @@ typedef struct rt_thread {
 	ap_sampler sampler;
 	int guard;          /* >0: inside the runtime; allocations pass through */
 	bool ready;         /* sampler initialised for this thread */
+	uint64_t sigsave;   /* signal mask from rt_sample_begin to _end */
+	uint64_t forksave;  /* signal mask across the fork handlers */
 } rt_thread;
+
+/*
+ * Signals and re-entry. Wherever the runtime sets a thread's guard or takes
+ * a lock it blocks the asynchronous signals in that thread (rt_sigs_block,
+ * one rt_sigprocmask system call each way, on slow paths only), so no
+ * handler of the program runs while the thread is inside the runtime: a
+ * handler never finds a runtime lock held by its own thread (a free of a
+ * sampled block, exit() and its dump), and a siglongjmp out of a handler
+ * can never leave a guard set or a lock held. Synchronous signals
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) stay
+ * unblocked: blocking them would turn a fault into a kill without the
+ * program's handler; glibc's internal signals (32, 33) stay unblocked too.
+ */
+uint64_t rt_sigs_block(void);
+void rt_sigs_restore(uint64_t old);
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
 
