@@ -23,6 +23,8 @@
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
  * inside a dump -- skips sampling and goes straight to the real allocator.
+ * rt_enter/rt_leave set it with the thread's asynchronous signals blocked
+ * (runtime_core.h), so no handler of the program ever runs in between.
  *
  * Thread exit. Per-thread state is initial-exec TLS with no destructor: it
  * lives exactly as long as the thread, so frees made by other libraries'
@@ -34,11 +36,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,48 +56,6 @@ sampled_set rt_set = { .keys = set_empty_table.keys,
 uintptr_t rt_range_base;
 size_t rt_range_size;
 region rt_region;
-
-/* ---- signals ------------------------------------------------------------ */
-
-/* The kernel's signal set (64 signals on Linux): bit s - 1 is signal s. */
-#define SIGBIT(s) ((uint64_t)1 << ((s) - 1))
-/* Every signal but the synchronous ones (a fault must reach the program's
- * handler or kill it, not wait) and glibc's internal 32 and 33 (thread
- * cancellation, set*id broadcasts). SIGKILL and SIGSTOP the kernel ignores. */
-static const uint64_t rt_async_sigs =
-	~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) |
-	  SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGABRT) | SIGBIT(32) |
-	  SIGBIT(33));
-
-uint64_t rt_sigs_block(void)
-{
-	uint64_t old = 0;
-	int e = errno;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &rt_async_sigs, &old, sizeof old);
-	errno = e;
-	return old;
-}
-
-void rt_sigs_restore(uint64_t old)
-{
-	int e = errno;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
-	errno = e;
-}
-
-/* Enter the runtime on this thread: signals blocked, then the guard. */
-static uint64_t rt_enter(void)
-{
-	uint64_t old = rt_sigs_block();
-	rt_tls.guard++;
-	return old;
-}
-
-static void rt_leave(uint64_t old)
-{
-	rt_tls.guard--;
-	rt_sigs_restore(old);
-}
 
 /* The region's reservation: 64 GiB of address space (its side table, 64
  * bytes per page, is 1 GiB more, also MAP_NORESERVE and touched only under

@@ -61,7 +61,7 @@ typedef struct rt_thread {
  * unblocked: blocking them would turn a fault into a kill without the
  * program's handler; glibc's internal signals (32, 33) stay unblocked too.
  */
-uint64_t rt_sigs_block(void);
+uint64_t rt_sigs_block(void);   /* returns the mask to restore */
 void rt_sigs_restore(uint64_t old);
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
@@ -112,6 +112,21 @@ extern RT_HIDDEN size_t rt_range_size;
 extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
+
+/* Enter the runtime on this thread: signals blocked, then the guard set;
+ * rt_leave undoes both. Pairs nest (each restores the mask it saved). */
+static inline uint64_t rt_enter(void)
+{
+	uint64_t old = rt_sigs_block();
+	rt_tls.guard++;
+	return old;
+}
+
+static inline void rt_leave(uint64_t old)
+{
+	rt_tls.guard--;
+	rt_sigs_restore(old);
+}
 
 /* Initialise the runtime once (idempotent, thread-safe). */
 void rt_ensure_init(void);

@@ -9,7 +9,12 @@
  * [fp + 8] (the return address) on x86-64 and AArch64 alike, and stops as
  * soon as a frame pointer leaves the thread's stack, goes backwards or is
  * misaligned, so code built without frame pointers ends the walk instead of
- * crashing it.
+ * crashing it. On a stack of unknown extent the same walk reads through
+ * process_vm_readv instead (capture_fp_checked).
+ *
+ * Every capture starts by measuring the room left on its stack
+ * (stack_room): below UNWIND_STACK_NEED it takes the checked walk, whatever
+ * unwinder was chosen, since libunwind alone needs about 5 KiB.
  */
 #include "unwinder.h"
 
