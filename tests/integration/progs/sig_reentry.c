@@ -7,8 +7,11 @@
  *                           block main last parked in a slot; main mallocs
  *                           and frees in a loop, parking a block now and
  *                           then, until N handler frees happened
- *   sig_reentry exit        SIGINT's handler calls exit(3); main allocates
- *                           forever (the test sends SIGINT)
+ *   sig_reentry exit USEC   SIGINT's handler calls exit(3); main allocates
+ *                           forever; a POSIX timer sends the process
+ *                           SIGINT USEC microseconds after the handler is
+ *                           installed (as Ctrl-C would, with no race
+ *                           against start-up)
  *   sig_reentry jump N      a 20 kHz timer's handler siglongjmps back into
  *                           main's loop of mallocs, N times; then the timer
  *                           stops and the program checks, through the
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -150,9 +154,19 @@ static int run_free(int n)
 	return 0;
 }
 
-static int run_exit(void)
+static int run_exit(long usec)
 {
 	handle(SIGINT, on_int_exit);
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = SIGINT;
+	timer_t tm;
+	struct itimerspec its = { { 0, 0 }, { usec / 1000000, usec % 1000000 * 1000 } };
+	if (timer_create(CLOCK_MONOTONIC, &ev, &tm) != 0 || timer_settime(tm, 0, &its, NULL) != 0) {
+		perror("timer");
+		return 1;
+	}
 	unsigned x = 1;
 	for (;;)
 		churn(&x);
@@ -210,12 +224,12 @@ int main(int argc, char **argv)
 	dl_iterate_phdr(libc_cb, NULL);
 	if (argc == 3 && strcmp(argv[1], "free") == 0)
 		rc = run_free(atoi(argv[2]));
-	else if (argc == 2 && strcmp(argv[1], "exit") == 0)
-		rc = run_exit();
+	else if (argc == 3 && strcmp(argv[1], "exit") == 0)
+		rc = run_exit(atol(argv[2]));
 	else if (argc == 3 && strcmp(argv[1], "jump") == 0)
 		rc = run_jump(atoi(argv[2]));
 	else {
-		fprintf(stderr, "usage: sig_reentry free N | exit | jump N\n");
+		fprintf(stderr, "usage: sig_reentry free N | exit USEC | jump N\n");
 		return 2;
 	}
 	if (rc == 0)
