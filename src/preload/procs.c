@@ -66,9 +66,11 @@ static void on_terminating(int sig, siginfo_t *si, void *uc)
 	if (atomic_load(&owned[sig]) && !rt_tls.guard &&
 	    atomic_load(&rt.state) == RT_READY && (long)getpid() == rt.pid &&
 	    !atomic_exchange(&signal_dump_taken, true)) {
-		rt_tls.guard++; /* anything this thread allocates meanwhile */
+		/* Anything this thread allocates meanwhile passes through;
+		 * other signals wait until the dump is written. */
+		uint64_t m = rt_enter();
 		dumper_dump_for_signal(PROCS_SIGNAL_WAIT_MS);
-		rt_tls.guard--;
+		rt_leave(m);
 	}
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
@@ -196,9 +198,9 @@ static int (*real_dlclose)(void *);
 int procs_dlclose(void *handle)
 {
 	if (handle && atomic_load(&rt.state) == RT_READY && !rt_tls.guard) {
-		rt_tls.guard++;
+		uint64_t m = rt_enter(); /* takes the arena's lock */
 		dump_retire_object(&rt.a, handle);
-		rt_tls.guard--;
+		rt_leave(m);
 	}
 	if (!real_dlclose) {
 		void *f = dlsym(RTLD_NEXT, "dlclose");

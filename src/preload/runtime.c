@@ -23,6 +23,8 @@
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
  * inside a dump -- skips sampling and goes straight to the real allocator.
+ * rt_enter/rt_leave set it with the thread's asynchronous signals blocked
+ * (runtime_core.h), so no handler of the program ever runs in between.
  *
  * Thread exit. Per-thread state is initial-exec TLS with no destructor: it
  * lives exactly as long as the thread, so frees made by other libraries'
@@ -328,7 +330,7 @@ static void option_error(void *ctx, const char *msg)
 
 static void fork_prepare(void)
 {
-	rt_tls.guard++;
+	rt_tls.forksave = rt_enter();
 	pthread_mutex_lock(&rt.dump_lock);
 	dump_retired_lock();
 	table_lock(&rt.table);
@@ -345,7 +347,7 @@ static void fork_parent(void)
 	table_unlock(&rt.table);
 	dump_retired_unlock();
 	pthread_mutex_unlock(&rt.dump_lock);
-	rt_tls.guard--;
+	rt_leave(rt_tls.forksave);
 }
 
 void rt_adopt_child(void)
@@ -373,7 +375,7 @@ void rt_adopt_child(void)
 static void fork_child(void)
 {
 	rt_adopt_child();
-	rt_tls.guard--;
+	rt_leave(rt_tls.forksave);
 }
 
 /* ---- initialisation ---------------------------------------------------- */
@@ -432,10 +434,20 @@ static bool do_init(void)
 		return false;
 	}
 	if (unwind_prepare((unwinder_kind)rt.opt.unwinder) != 0) {
-		rt_log("unwinder '%s' is not available: using libunwind",
-		       unwinder_names[rt.opt.unwinder]);
-		rt.opt.unwinder = UNWINDER_LIBUNWIND;
-		unwind_prepare(UNWINDER_LIBUNWIND);
+		/* libunwind is refused when its memory checks cannot be made
+		 * descriptor-free (unwind_nofd.c); then libgcc, then fp. */
+		static const unwinder_kind order[] = { UNWINDER_LIBUNWIND,
+						       UNWINDER_LIBGCC, UNWINDER_FP };
+		unwinder_kind alt = UNWINDER_FP;
+		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+			if (order[i] != (unwinder_kind)rt.opt.unwinder &&
+			    unwind_prepare(order[i]) == 0) {
+				alt = order[i];
+				break;
+			}
+		rt_log("unwinder '%s' is not available: using %s",
+		       unwinder_names[rt.opt.unwinder], unwinder_names[alt]);
+		rt.opt.unwinder = alt;
 	}
 	uintptr_t lo, hi;
 	if (unwind_object_range((const void *)&do_init, &lo, &hi) == 0)
@@ -471,9 +483,9 @@ void rt_ensure_init(void)
 		return;
 	int expect = RT_NEW;
 	if (atomic_compare_exchange_strong(&rt.state, &expect, RT_BUSY)) {
-		rt_tls.guard++;
+		uint64_t m = rt_enter();
 		bool ok = do_init();
-		rt_tls.guard--;
+		rt_leave(m);
 		atomic_store_explicit(&rt.state, ok ? RT_READY : RT_OFF,
 				      memory_order_release);
 		return;
@@ -515,19 +527,21 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			return false;
 		}
 	}
+	/* From here to rt_sample_end no handler runs in this thread. */
+	uint64_t m = rt_enter();
 	if (AP_UNLIKELY(!t->ready)) {
-		t->guard++;
 		thread_init(t);
-		t->guard--;
-		if (!ap_sampler_should_sample(&t->sampler, n))
+		if (!ap_sampler_should_sample(&t->sampler, n)) {
+			rt_leave(m);
 			return false;
+		}
 	}
-	t->guard++;
 	ap_sampler_sample(&t->sampler, n, info);
 	if (info->count == 0) {
-		t->guard--;
+		rt_leave(m);
 		return false;
 	}
+	t->sigsave = m;
 	return true;
 }
 
@@ -547,12 +561,13 @@ static void set_mark_used(void)
 void rt_sample_end(void *p, const ap_sample_info *info)
 {
 	rt_thread *t = &rt_tls;
+	int e = errno; /* the allocator's, for the program */
 	if (p) {
-		uintptr_t pcs[UNWIND_DEPTH_MAX];
 		bool timed = rt.opt.http.enabled;
 		uint64_t t0 = timed ? monotonic_ns() : 0;
-		int depth = unwind_capture((unwinder_kind)rt.opt.unwinder, pcs,
-					   (int)rt.opt.max_depth);
+		int depth;
+		const uintptr_t *pcs = unwind_capture_own((unwinder_kind)rt.opt.unwinder,
+							  (int)rt.opt.max_depth, &depth);
 		if (timed)
 			atomic_fetch_add_explicit(&rt_unwind_ns, monotonic_ns() - t0,
 						  memory_order_relaxed);
@@ -583,26 +598,27 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 			}
 		}
 	}
-	t->guard--;
+	errno = e;
+	rt_leave(t->sigsave);
 }
 
 static void rt_free_sampled(void *p)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = set_remove(&rt_set, p, &rec);
 	if (found && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	rt_real.free(p);
 }
 
 void *rt_realloc_sampled(void *p, size_t n)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = set_remove(&rt_set, p, &rec);
-	rt_tls.guard--;
+	rt_leave(m);
 	if (!found)
 		return rt_real.realloc(p, n);
 	/* The model: free(p) then malloc(n). The new block stays with the
@@ -613,17 +629,17 @@ void *rt_realloc_sampled(void *p, size_t n)
 	void *q = rt_real.realloc(p, n);
 	if (!q && n != 0) {
 		/* Failed: p is still the program's, still sampled. */
-		rt_tls.guard++;
+		m = rt_enter();
 		set_insert(&rt_set, p, &rec);
-		rt_tls.guard--;
+		rt_leave(m);
 		if (sampled)
 			rt_sample_end(NULL, &info);
 		return NULL;
 	}
-	rt_tls.guard++;
+	m = rt_enter();
 	if (rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	if (sampled)
 		rt_sample_end(q, &info);
 	return q;
@@ -669,11 +685,11 @@ static void bad_range_pointer(const char *fn, const void *p)
 static bool region_release(void *p)
 {
 	sample_rec rec;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	bool found = region_free(&rt_region, p, &rec);
 	if (found && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
-	rt_tls.guard--;
+	rt_leave(m);
 	return found;
 }
 
@@ -747,10 +763,10 @@ __attribute__((constructor)) static void rt_constructor(void)
 {
 	rt_ensure_init();
 	if (atomic_load(&rt.state) == RT_READY) {
-		rt_tls.guard++;
+		uint64_t m = rt_enter();
 		dumper_start_if_needed();
 		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
-		rt_tls.guard--;
+		rt_leave(m);
 	}
 }
 
@@ -758,18 +774,30 @@ __attribute__((destructor)) static void rt_destructor(void)
 {
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
-	if (!procs_check_pid()) {
-		procs_shared_exit(); /* a vfork child: nothing here is its own */
+	if (rt_tls.guard) {
+		/* exit() from inside the runtime's own work in this thread (a
+		 * synchronous signal's handler; asynchronous ones are blocked
+		 * there): whatever it holds stays held, so no dump. */
+		if (rt.opt.dump_at_exit)
+			rt_log("exit inside the runtime's own work (from a signal "
+			       "handler?): no profile at exit");
 		return;
 	}
-	if (atomic_load(&rt.state) != RT_READY)
+	uint64_t m = rt_enter();
+	if (!procs_check_pid()) {
+		procs_shared_exit(); /* a vfork child: nothing here is its own */
+		rt_leave(m);
+		return;
+	}
+	if (atomic_load(&rt.state) != RT_READY) {
+		rt_leave(m);
 		return; /* adopted as a fork=stop child */
-	rt_tls.guard++;
+	}
 	http_runtime_stop();
 	dumper_stop();
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
-	rt_tls.guard--;
+	rt_leave(m);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -781,9 +809,9 @@ AP_RUNTIME_API int ap_runtime_set_thread_rate(uint64_t rate)
 		return AP_EUNSUPPORTED;
 	rt_thread *t = &rt_tls;
 	if (!t->ready) {
-		t->guard++;
+		uint64_t m = rt_enter();
 		thread_init(t);
-		t->guard--;
+		rt_leave(m);
 	}
 	return ap_sampler_set_rate(&t->sampler, rate ? rate : rt.opt.rate);
 }
@@ -793,9 +821,9 @@ AP_RUNTIME_API int ap_runtime_dump(const char *path)
 	rt_ensure_init();
 	if (atomic_load(&rt.state) != RT_READY)
 		return AP_EUNSUPPORTED;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	int rc = dumper_dump_now(path);
-	rt_tls.guard--;
+	rt_leave(m);
 	return rc;
 }
 
@@ -807,9 +835,9 @@ AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out)
 	if (atomic_load(&rt.state) != RT_READY)
 		return AP_EUNSUPPORTED;
 	table_totals tot;
-	rt_tls.guard++;
+	uint64_t m = rt_enter();
 	table_totals_get(&rt.table, &tot);
-	rt_tls.guard--;
+	rt_leave(m);
 	out->alloc_bytes = tot.alloc_space;
 	out->alloc_objects = tot.alloc_objects;
 	out->inuse_bytes = tot.inuse_space > 0 ? tot.inuse_space : 0;

@@ -45,7 +45,24 @@ typedef struct rt_thread {
 	ap_sampler sampler;
 	int guard;          /* >0: inside the runtime; allocations pass through */
 	bool ready;         /* sampler initialised for this thread */
+	uint64_t sigsave;   /* signal mask from rt_sample_begin to _end */
+	uint64_t forksave;  /* signal mask across the fork handlers */
 } rt_thread;
+
+/*
+ * Signals and re-entry. Wherever the runtime sets a thread's guard or takes
+ * a lock it blocks the asynchronous signals in that thread (rt_sigs_block,
+ * one rt_sigprocmask system call each way, on slow paths only), so no
+ * handler of the program runs while the thread is inside the runtime: a
+ * handler never finds a runtime lock held by its own thread (a free of a
+ * sampled block, exit() and its dump), and a siglongjmp out of a handler
+ * can never leave a guard set or a lock held. Synchronous signals
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) stay
+ * unblocked: blocking them would turn a fault into a kill without the
+ * program's handler; glibc's internal signals (32, 33) stay unblocked too.
+ */
+uint64_t rt_sigs_block(void);   /* returns the mask to restore */
+void rt_sigs_restore(uint64_t old);
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
 
@@ -95,6 +112,21 @@ extern RT_HIDDEN size_t rt_range_size;
 extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
+
+/* Enter the runtime on this thread: signals blocked, then the guard set;
+ * rt_leave undoes both. Pairs nest (each restores the mask it saved). */
+static inline uint64_t rt_enter(void)
+{
+	uint64_t old = rt_sigs_block();
+	rt_tls.guard++;
+	return old;
+}
+
+static inline void rt_leave(uint64_t old)
+{
+	rt_tls.guard--;
+	rt_sigs_restore(old);
+}
 
 /* Initialise the runtime once (idempotent, thread-safe). */
 void rt_ensure_init(void);

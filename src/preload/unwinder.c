@@ -9,7 +9,12 @@
  * [fp + 8] (the return address) on x86-64 and AArch64 alike, and stops as
  * soon as a frame pointer leaves the thread's stack, goes backwards or is
  * misaligned, so code built without frame pointers ends the walk instead of
- * crashing it.
+ * crashing it. On a stack of unknown extent the same walk reads through
+ * process_vm_readv instead (capture_fp_checked).
+ *
+ * Every capture starts by measuring the room left on its stack
+ * (stack_room): below UNWIND_STACK_NEED it takes the checked walk, whatever
+ * unwinder was chosen, since libunwind alone needs about 5 KiB.
  */
 #include "unwinder.h"
 
@@ -17,7 +22,13 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #define UNW_LOCAL_ONLY
@@ -131,27 +142,43 @@ static int capture_gcc(uintptr_t *pcs, int max)
 
 /* ---- frame pointers -------------------------------------------------- */
 
-static __thread uintptr_t fp_stack_lo, fp_stack_hi;
+/* The thread's own stack, [lo, hi); hi == 0: not looked up yet; lo == hi
+ * == 1: the lookup failed. The main thread's comes from unwind_prepare:
+ * glibc finds it by reading /proc/self/maps, with stdio, which takes more
+ * stack than a sample may (its first sample could be on a small stack). */
+static __thread uintptr_t stack_lo, stack_hi;
+static uintptr_t main_lo, main_hi;
 
-static void fp_bounds(void)
+static bool on_main_thread(void)
+{
+	return syscall(SYS_gettid) == getpid();
+}
+
+static void stack_bounds(void)
 {
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
+	if (main_hi && on_main_thread()) {
+		stack_lo = main_lo;
+		stack_hi = main_hi;
+		return;
+	}
+	stack_lo = stack_hi = 1;
 	if (pthread_getattr_np(pthread_self(), &attr) != 0)
 		return;
 	if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-		fp_stack_lo = (uintptr_t)addr;
-		fp_stack_hi = (uintptr_t)addr + size;
+		stack_lo = (uintptr_t)addr;
+		stack_hi = (uintptr_t)addr + size;
 	}
 	pthread_attr_destroy(&attr);
 }
 
 __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 {
-	if (fp_stack_hi == 0)
-		fp_bounds();
-	uintptr_t lo = fp_stack_lo, hi = fp_stack_hi;
+	if (stack_hi == 0)
+		stack_bounds();
+	uintptr_t lo = stack_lo, hi = stack_hi;
 	const uintptr_t *fp = __builtin_frame_address(0);
 	int n = 0;
 	while (n < max) {
@@ -170,13 +197,72 @@ __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 	return n;
 }
 
+/*
+ * The frame-pointer walk for a stack of unknown extent (a coroutine's, an
+ * alternate signal stack too small for a full unwind): every frame record
+ * is read with process_vm_readv on our own pid, which fails with EFAULT
+ * instead of faulting, so a frame pointer that is really a data register
+ * ends the walk. One system call per frame, on rare samples only; a few
+ * hundred bytes of stack.
+ */
+__attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
+{
+	uintptr_t f = (uintptr_t)__builtin_frame_address(0);
+	pid_t self = getpid();
+	int n = 0;
+	while (n < max && f && !(f & (sizeof(uintptr_t) - 1))) {
+		uintptr_t rec[2];
+		struct iovec local = { rec, sizeof rec };
+		struct iovec remote = { (void *)f, sizeof rec };
+		if (process_vm_readv(self, &local, 1, &remote, 1, 0) != (ssize_t)sizeof rec)
+			break;
+		if (rec[1] == 0)
+			break;
+		pcs[n++] = rec[1];
+		if (rec[0] <= f)
+			break;
+		f = rec[0];
+	}
+	return n;
+}
+
+/*
+ * Room left below sp on the stack it is on: the thread's stack, or the
+ * alternate signal stack a handler runs on; 0 when sp is on neither (a
+ * coroutine's stack, whose extent nothing tells).
+ */
+static size_t stack_room(uintptr_t sp)
+{
+	if (stack_hi == 0)
+		stack_bounds();
+	if (stack_lo == 1 && stack_hi == 1)
+		return SIZE_MAX; /* unknown thread stack: as before, trust it */
+	if (sp > stack_lo && sp <= stack_hi)
+		return sp - stack_lo;
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+	    sp > (uintptr_t)ss.ss_sp && sp <= (uintptr_t)ss.ss_sp + ss.ss_size)
+		return sp - (uintptr_t)ss.ss_sp;
+	return 0;
+}
+
 /* ---- common ---------------------------------------------------------- */
 
 int unwind_prepare(unwinder_kind k)
 {
 	uintptr_t tmp[UNWIND_SELF_MAX];
+	if (!main_hi && on_main_thread()) {
+		stack_bounds();
+		if (stack_hi > 1) {
+			main_lo = stack_lo;
+			main_hi = stack_hi;
+		}
+	}
 	switch (k) {
 	case UNWINDER_LIBUNWIND:
+		/* Before libunwind initialises: it would open its pipe. */
+		if (unwind_nofd_install() != 0)
+			return AP_EUNSUPPORTED;
 		/* The first unw_backtrace builds libunwind's caches. */
 		unw_backtrace((void **)tmp, UNWIND_SELF_MAX);
 		return 0;
@@ -187,39 +273,58 @@ int unwind_prepare(unwinder_kind k)
 		return rc;
 	}
 	case UNWINDER_FP:
+	case UNWINDER_FP_CHECKED:
 		capture_fp(tmp, UNWIND_SELF_MAX);
 		return 0;
 	}
 	return AP_EINVAL;
 }
 
-int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max)
+/* Per-thread capture buffer: the sampling path keeps no frame array on the
+ * stack (it must fit small stacks). Only the thread's own sampling path
+ * uses it, with the runtime's guard set, so nothing re-enters it. */
+static __thread uintptr_t cap_buf[UNWIND_DEPTH_MAX + UNWIND_SELF_MAX];
+
+const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 {
-	uintptr_t raw[UNWIND_DEPTH_MAX + UNWIND_SELF_MAX];
+	*depth = 0;
 	if (max > UNWIND_DEPTH_MAX)
 		max = UNWIND_DEPTH_MAX;
 	if (max <= 0)
-		return 0;
+		return cap_buf;
 	int want = max + UNWIND_SELF_MAX;
 	int n;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (stack_room(sp) < UNWIND_STACK_NEED)
+		k = UNWINDER_FP_CHECKED;
 	switch (k) {
 	case UNWINDER_LIBGCC:
-		n = capture_gcc(raw, want);
+		n = capture_gcc(cap_buf, want);
 		break;
 	case UNWINDER_FP:
-		n = capture_fp(raw, want);
+		n = capture_fp(cap_buf, want);
+		break;
+	case UNWINDER_FP_CHECKED:
+		n = capture_fp_checked(cap_buf, want);
 		break;
 	case UNWINDER_LIBUNWIND:
 	default:
-		n = unw_backtrace((void **)raw, want);
+		n = unw_backtrace((void **)cap_buf, want);
 		break;
 	}
 	int skip = 0;
 	if (self_hi > self_lo)
-		while (skip < n && raw[skip] >= self_lo && raw[skip] < self_hi)
+		while (skip < n && cap_buf[skip] >= self_lo && cap_buf[skip] < self_hi)
 			skip++;
-	int out = 0;
-	for (int i = skip; i < n && out < max; i++)
-		pcs[out++] = raw[i];
-	return out;
+	n -= skip;
+	*depth = n < max ? n : max;
+	return cap_buf + skip;
+}
+
+int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max)
+{
+	int n;
+	const uintptr_t *own = unwind_capture_own(k, max, &n);
+	memcpy(pcs, own, (size_t)n * sizeof *pcs);
+	return n;
 }

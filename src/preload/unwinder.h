@@ -13,6 +13,16 @@
  *
  * Called with the runtime's reentrancy guard set: anything an unwinder
  * allocates goes straight to the real allocator.
+ *
+ * Descriptors: libunwind's memory checks are redirected so that they use
+ * none (unwind_nofd.c); the others never used any.
+ *
+ * Stack: the frames go into a per-thread buffer, not onto the stack, and a
+ * capture on a stack with less than UNWIND_STACK_NEED bytes left below the
+ * stack pointer (an alternate signal stack, a coroutine's stack, whose
+ * extent is unknown and so counts as none) uses UNWINDER_FP_CHECKED: a
+ * frame-pointer walk that reads every frame record with process_vm_readv,
+ * a few hundred bytes of stack whatever unwinder was chosen.
  */
 #ifndef AP_PRELOAD_UNWINDER_H
 #define AP_PRELOAD_UNWINDER_H
@@ -22,7 +32,9 @@
 typedef enum unwinder_kind {
 	UNWINDER_LIBUNWIND = 0,
 	UNWINDER_LIBGCC = 1,
-	UNWINDER_FP = 2
+	UNWINDER_FP = 2,
+	/* Internal (no option name): the checked walk for small stacks. */
+	UNWINDER_FP_CHECKED = 3
 } unwinder_kind;
 
 /* Option names, index = unwinder_kind, NULL-terminated. */
@@ -31,6 +43,13 @@ extern const char *const unwinder_names[];
 /* Frames above max_depth that unwind_capture may need to skip. */
 #define UNWIND_SELF_MAX 16
 #define UNWIND_DEPTH_MAX 256
+/*
+ * Stack a whole sample may use below malloc's caller with a full unwind.
+ * Measured with tests/integration/progs/small_stack measure-main (warm,
+ * rate=1): libunwind 5.2 KiB, libgcc 1.8 KiB, fp 0.4 KiB; the checked walk
+ * on a coroutine's stack 0.4 KiB. A little over twice the worst.
+ */
+#define UNWIND_STACK_NEED ((size_t)12 * 1024)
 
 /* Drop leading frames whose address is in [lo, hi) (0, 0 = drop none). */
 void unwind_set_self(uintptr_t lo, uintptr_t hi);
@@ -45,9 +64,17 @@ int unwind_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 int unwind_prepare(unwinder_kind k);
 
 /*
- * Capture up to max (<= UNWIND_DEPTH_MAX) return addresses into pcs,
- * innermost first, runtime frames dropped. Returns the number stored.
+ * Capture up to max (<= UNWIND_DEPTH_MAX) return addresses, innermost
+ * first, runtime frames dropped, into the calling thread's own buffer;
+ * returns it, *depth = the number stored. Valid until the thread's next
+ * capture.
  */
+const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
+/* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
+
+/* Make libunwind's memory checks descriptor-free (unwind_nofd.c); before
+ * its first use. 0, or AP_EUNSUPPORTED when its object cannot be patched. */
+int unwind_nofd_install(void);
 
 #endif
