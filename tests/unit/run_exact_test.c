@@ -21,6 +21,10 @@
  * allocations much larger than the rate, which are sampled with probability
  * 1 - exp(-Z/R) = 1 - exp(-20) and therefore also estimated exactly after
  * rounding (Z/pi - Z < 1e-2 bytes).
+ *
+ * The C++ program exact_cxx gets the same check over glibc (libstdc++'s
+ * operators), jemalloc, tcmalloc and mimalloc (which define operator new
+ * and delete themselves).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -128,8 +132,12 @@ static int wait_bounded(pid_t pid)
 	return -3;
 }
 
+/* The program run: exact_allocs (C), or exact_cxx (C++: operator new and
+ * delete in every form, std::string, std::vector, std::map). */
+static const char *exact_prog = "exact_allocs";
+
 /*
- * Run AP_BINDIR/tests/integration/progs/exact_allocs with the runtime (and
+ * Run AP_BINDIR/tests/integration/progs/<exact_prog> with the runtime (and
  * preload_extra after it, may be NULL), its stdout in dir/expect.txt.
  * Returns the exit status, or -1 if it could not be run.
  */
@@ -139,7 +147,7 @@ static int run_program(const char *dir, const char *options,
 {
 	char prog[4096], lib[4096], out[4096], preload[8192], opts[8192];
 	const char *bin = ap_test_bindir();
-	snprintf(prog, sizeof prog, "%s/tests/integration/progs/exact_allocs", bin);
+	snprintf(prog, sizeof prog, "%s/tests/integration/progs/%s", bin, exact_prog);
 	snprintf(lib, sizeof lib, "%s/liballocprof_preload.so", bin);
 	snprintf(out, sizeof out, "%s/expect.txt", dir);
 	snprintf(preload, sizeof preload, "%s%s%s", lib,
@@ -522,4 +530,44 @@ AP_TEST(default_rate_estimates_huge_allocations_exactly)
 	/* 10 MiB = 20 R: pi = 1 - exp(-20), so Z/pi rounds to Z. */
 	for (int k = 0; k < 4; k++)
 		AP_CHECK_EQ_INT(big->got[k], big->want[k]);
+}
+
+/* exact_cxx at rate 1, with lib (NULL: glibc) underneath. */
+static void check_cxx(const char *lib)
+{
+	char path[256];
+	if (lib) {
+		snprintf(path, sizeof path, "/usr/lib/x86_64-linux-gnu/%s", lib);
+		if (access(path, R_OK)) {
+			fprintf(stderr, "  %s not installed: not checked\n", path);
+			return;
+		}
+	}
+	struct expect e;
+	struct run_result r;
+	exact_prog = "exact_cxx";
+	run_and_tally("rate=1,seed=5", lib ? path : NULL, NULL, NULL, &e, &r, true);
+	exact_prog = "exact_allocs";
+	AP_CHECK(run_ok(&r, 1));
+	AP_CHECK(sites_match(&e, lib ? lib : "glibc"));
+}
+
+AP_TEST(rate1_cxx_exact_over_glibc)
+{
+	check_cxx(NULL);
+}
+
+AP_TEST(rate1_cxx_exact_over_jemalloc)
+{
+	check_cxx("libjemalloc.so.2");
+}
+
+AP_TEST(rate1_cxx_exact_over_tcmalloc)
+{
+	check_cxx("libtcmalloc_minimal.so.4");
+}
+
+AP_TEST(rate1_cxx_exact_over_mimalloc)
+{
+	check_cxx("libmimalloc.so.2");
 }
