@@ -156,6 +156,12 @@ static void push_free(region *r, unsigned c, size_t first, size_t run_pages, siz
 
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 {
+	return region_alloc_run(r, n, align, zero, 0, usable);
+}
+
+void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t reserve,
+		       size_t *usable)
+{
 	if (!r->size)
 		return NULL;
 	if (align == 0)
@@ -169,8 +175,10 @@ void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 		return NULL;
 	size_t need = (n + pm) >> r->page_shift;
 	size_t extra = align > r->page ? (align >> r->page_shift) - 1 : 0;
-	size_t run_pages = 0;
-	unsigned c = class_of(need + extra, &run_pages);
+	size_t run_pages = 0, want = need + extra;
+	if (reserve <= r->size && ((reserve + pm) >> r->page_shift) > want)
+		want = (reserve + pm) >> r->page_shift;
+	unsigned c = class_of(want, &run_pages);
 	pthread_mutex_lock(&r->lock);
 	if (c >= REGION_NCLASSES)
 		goto refuse;
@@ -293,6 +301,27 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 	push_free(r, c, first, run_pages, keep);
 	pthread_mutex_unlock(&r->lock);
 	return true;
+}
+
+bool region_resize(region *r, void *p, size_t n, size_t *usable)
+{
+	pthread_mutex_lock(&r->lock);
+	region_slot *s = live_slot(r, p);
+	size_t need = n ? (n + r->page - 1) >> r->page_shift : 1;
+	bool ok = s && n <= r->size && need <= (size_t)s->run_pages - s->off_pages;
+	if (ok) {
+		size_t at = (size_t)(s - r->slots), used = s->used_pages;
+		/* The whole run is accessible: growing needs no system call.
+		 * Shrinking gives the tail's pages back (they read as zero). */
+		if (need < used)
+			decommit(r, at + need, used - need);
+		r->committed = r->committed - used + need;
+		s->used_pages = (uint32_t)need;
+		if (usable)
+			*usable = need << r->page_shift;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ok;
 }
 
 void region_lock(region *r)

@@ -128,6 +128,14 @@ static inline bool region_contains(const region *r, const void *p)
  * The block's record is zero until region_set_rec.
  */
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable);
+/* As region_alloc, the run long enough for `reserve` bytes as well (room
+ * for the block to grow in place: region_resize). */
+void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t reserve,
+		       size_t *usable);
+/* Resize live block p to n bytes in place, within its run: true (usable
+ * updated) when the run has room, false (nothing done) otherwise or when
+ * p is not a live block. Shrinking gives the pages beyond n back. */
+bool region_resize(region *r, void *p, size_t n, size_t *usable);
 /* Store p's record (p a live block). false if p is not one. */
 bool region_set_rec(region *r, const void *p, const sample_rec *rec);
 /* Copy p's record and usable size (either may be NULL). false if p is not

@@ -693,13 +693,23 @@ void rt_free_slow(void *p)
 	rt_real.free(p);
 }
 
+/*
+ * realloc of a range block: in the profile a free of p and an allocation
+ * of n (sampled or not, as any allocation). The block itself stays in the
+ * range: resized in place when its run has room, else moved to a run
+ * twice its size, so a buffer grown step by step is copied only each
+ * time it doubles (amortised O(1) per byte, as the allocator's own
+ * realloc). Only when the range cannot serve it does it go to the
+ * allocator underneath (then it is a sample only if drawn as one).
+ */
 void *rt_realloc_range(void *p, size_t n)
 {
 	size_t old;
+	sample_rec rec = {0};
 	bool boot = in_boot_pool(p);
 	if (boot) {
 		old = boot_size(p);
-	} else if (!region_get(&rt_region, p, NULL, &old)) {
+	} else if (!region_get(&rt_region, p, &rec, &old)) {
 		bad_range_pointer("realloc", p);
 		errno = EINVAL;
 		return NULL;
@@ -710,15 +720,39 @@ void *rt_realloc_range(void *p, size_t n)
 			region_release(p);
 		return NULL;
 	}
-	/* The new block through the normal path (which may sample it). A
-	 * region block is whole pages; no block is resized in place. */
-	void *q = malloc(n);
-	if (!q)
-		return NULL; /* p untouched, still the program's */
-	memcpy(q, p, old < n ? old : n);
-	if (!boot)
-		region_release(p);
-	return q;
+	if (boot) { /* pool blocks are never resized: a new block */
+		void *q = malloc(n);
+		if (q)
+			memcpy(q, p, old < n ? old : n);
+		return q;
+	}
+	ap_sample_info info;
+	bool sampled = ap_sampler_should_sample(&rt_tls.sampler, n) &&
+		       rt_sample_begin(n, &info);
+	if (!sampled)
+		rt_tls.guard++;
+	void *q = p;
+	if (!region_resize(&rt_region, p, n, NULL)) {
+		q = region_alloc_run(&rt_region, n, 0, false, 2 * old, NULL);
+		if (!q)
+			q = rt_real.malloc(n);
+		if (q)
+			memcpy(q, p, old < n ? old : n);
+	}
+	if (q) {
+		static const sample_rec none;
+		if (rec.site)
+			table_record_free(&rt.table, &rec, monotonic_ns());
+		if (q != p)
+			region_free(&rt_region, p, NULL);
+		else
+			region_set_rec(&rt_region, p, &none);
+	}
+	if (sampled)
+		rt_sample_end(q, &info);
+	else
+		rt_tls.guard--;
+	return q; /* NULL: p untouched, still the program's */
 }
 
 size_t rt_usable_range(void *p)
