@@ -24,9 +24,15 @@ static const char *const je_names[JE_N] = {
 	"mallocx", "rallocx", "xallocx", "sallocx", "dallocx", "sdallocx", "nallocx",
 };
 static void *mallocx_stub(size_t n, int flags);
-/* mallocx's fast path jumps through its slot: a stub until resolved. The
- * other entry points resolve first (they have a slow path anyway). */
-static rt_fn je[JE_N] = {[MALLOCX] = (rt_fn)mallocx_stub};
+static void dallocx_stub(void *p, int flags);
+static void sdallocx_stub(void *p, size_t n, int flags);
+/* The fast paths (mallocx, dallocx, sdallocx) jump through their slots:
+ * stubs until resolved. The other entry points resolve first. */
+static rt_fn je[JE_N] = {
+	[MALLOCX] = (rt_fn)mallocx_stub,
+	[DALLOCX] = (rt_fn)dallocx_stub,
+	[SDALLOCX] = (rt_fn)sdallocx_stub,
+};
 static rt_fn je_next[JE_N];
 static _Atomic int je_state;
 
@@ -239,11 +245,22 @@ size_t sallocx(const void *p, int flags)
 	return ((sallocx_fn)je[SALLOCX])(p, flags);
 }
 
+static void dallocx_stub(void *p, int flags)
+{
+	je_resolve();
+	((dallocx_fn)je[DALLOCX])(p, flags);
+}
+
+static void sdallocx_stub(void *p, size_t n, int flags)
+{
+	je_resolve();
+	((sdallocx_fn)je[SDALLOCX])(p, n, flags);
+}
+
 void dallocx(void *p, int flags)
 {
 	if (AP_UNLIKELY(rt_maybe_ours(p)) && next_free_ours(p))
 		return;
-	je_resolve();
 	((dallocx_fn)je[DALLOCX])(p, flags);
 }
 
@@ -251,7 +268,6 @@ void sdallocx(void *p, size_t n, int flags)
 {
 	if (AP_UNLIKELY(rt_maybe_ours(p)) && next_free_ours(p))
 		return;
-	je_resolve();
 	((sdallocx_fn)je[SDALLOCX])(p, n, flags);
 }
 
