@@ -7,6 +7,7 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static size_t sys_page(void)
@@ -51,18 +52,32 @@ int region_init(region *r, size_t want, size_t min, size_t prefix)
 	size_t prefix_len = (prefix + pm) & ~pm;
 	if (min == 0 || prefix_len >= min)
 		return AP_EINVAL;
+	/* Under an address-space limit the reservation counts as if used:
+	 * take at most a 1/REGION_AS_SHARE of it (range and side table). */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		size_t cap = ((size_t)rl.rlim_cur / REGION_AS_SHARE) & ~pm;
+		if (want > cap)
+			want = cap;
+		if (min > want)
+			min = want;
+		if (prefix_len >= min)
+			return AP_ENOMEM;
+	}
 	for (size_t len = want; len >= min && len > prefix_len; len = (len / 4) & ~pm) {
 		size_t npages = len >> r->page_shift;
 		/* Page numbers are 32-bit in the slots (links are page + 1). */
 		if (npages >= UINT32_MAX)
 			continue;
-		void *p = mmap(NULL, len, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		/* PROT_NONE and no MAP_NORESERVE: neither mapping is charged
+		 * to the commit limit until commit_to makes part of it
+		 * writable, and then the kernel checks that part as it would
+		 * check the allocator's own mmap. */
+		void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
 		size_t slen = (npages * sizeof(region_slot) + pm) & ~pm;
-		void *s = mmap(NULL, slen, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *s = mmap(NULL, slen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (s == MAP_FAILED) {
 			munmap(p, len);
 			continue;
@@ -126,6 +141,16 @@ static bool commit_to(region *r, size_t end)
 		to = end;
 	if (to > r->npages)
 		to = r->npages;
+	/* The side table's slots for the new pages first: a slot is touched
+	 * only once its page has been handed out (below bump <= rw_pages). */
+	size_t pm = r->page - 1;
+	size_t slots_to = (to * sizeof(region_slot) + pm) & ~pm;
+	if (slots_to > r->slots_rw) {
+		if (mprotect((char *)r->slots + r->slots_rw, slots_to - r->slots_rw,
+			     PROT_READ | PROT_WRITE) != 0)
+			return false;
+		r->slots_rw = slots_to;
+	}
 	void *at = (void *)(r->base + (r->rw_pages << r->page_shift));
 	if (mprotect(at, (to - r->rw_pages) << r->page_shift, PROT_READ | PROT_WRITE) != 0)
 		return false;
@@ -156,6 +181,12 @@ static void push_free(region *r, unsigned c, size_t first, size_t run_pages, siz
 
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 {
+	return region_alloc_run(r, n, align, zero, 0, usable);
+}
+
+void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t reserve,
+		       size_t *usable)
+{
 	if (!r->size)
 		return NULL;
 	if (align == 0)
@@ -169,8 +200,10 @@ void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
 		return NULL;
 	size_t need = (n + pm) >> r->page_shift;
 	size_t extra = align > r->page ? (align >> r->page_shift) - 1 : 0;
-	size_t run_pages = 0;
-	unsigned c = class_of(need + extra, &run_pages);
+	size_t run_pages = 0, want = need + extra;
+	if (reserve <= r->size && ((reserve + pm) >> r->page_shift) > want)
+		want = (reserve + pm) >> r->page_shift;
+	unsigned c = class_of(want, &run_pages);
 	pthread_mutex_lock(&r->lock);
 	if (c >= REGION_NCLASSES)
 		goto refuse;
@@ -235,7 +268,7 @@ static region_slot *live_slot(region *r, const void *p)
 	if (d >= r->size || (d & (r->page - 1)))
 		return NULL;
 	size_t i = d >> r->page_shift;
-	if (i < r->prefix_pages || r->slots[i].state != REGION_SLOT_LIVE)
+	if (i < r->prefix_pages || i >= r->bump || r->slots[i].state != REGION_SLOT_LIVE)
 		return NULL;
 	return &r->slots[i];
 }
@@ -293,6 +326,27 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 	push_free(r, c, first, run_pages, keep);
 	pthread_mutex_unlock(&r->lock);
 	return true;
+}
+
+bool region_resize(region *r, void *p, size_t n, size_t *usable)
+{
+	pthread_mutex_lock(&r->lock);
+	region_slot *s = live_slot(r, p);
+	size_t need = n ? (n + r->page - 1) >> r->page_shift : 1;
+	bool ok = s && n <= r->size && need <= (size_t)s->run_pages - s->off_pages;
+	if (ok) {
+		size_t at = (size_t)(s - r->slots), used = s->used_pages;
+		/* The whole run is accessible: growing needs no system call.
+		 * Shrinking gives the tail's pages back (they read as zero). */
+		if (need < used)
+			decommit(r, at + need, used - need);
+		r->committed = r->committed - used + need;
+		s->used_pages = (uint32_t)need;
+		if (usable)
+			*usable = need << r->page_shift;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ok;
 }
 
 void region_lock(region *r)

@@ -5,7 +5,7 @@
  * inside one range reserved by the runtime, free() decides "was this pointer
  * sampled?" with a subtraction and a compare against two globals, and only
  * pointers inside the range take the slow path. The range is reserved once
- * with mmap(PROT_NONE, MAP_NORESERVE): it costs address space, not memory.
+ * with mmap(PROT_NONE): it costs address space, not memory or commit.
  *
  * Blocks are page-granular runs: a block of n bytes (aligned to `align`)
  * uses ceil(n / page) pages; an alignment above the page size
@@ -14,8 +14,11 @@
  * mark that mprotect raises REGION_RW_STEP pages (1 MiB) or more at a time
  * as fresh runs need it, and never lowers: the used part stays a single
  * mapping (no vm.max_map_count trouble, one system call per MiB of fresh
- * runs, none on reuse), and the rest of the reservation costs no memory and
- * is absent from core dumps. A freed block's run goes on a free list by run
+ * runs, none on reuse), and the rest of the reservation costs no memory, no
+ * commit charge, and is absent from core dumps. Making pages writable is
+ * where the kernel applies its overcommit policy (the reservation has no
+ * MAP_NORESERVE), so a block the kernel would refuse the allocator is
+ * refused here too, and served (or refused) by the allocator instead. A freed block's run goes on a free list by run
  * length. Up to cache_limit pages of freed runs keep their pages, so a
  * program that keeps allocating and freeing sampled blocks reuses warm
  * pages without a system call or a page fault; a run beyond that budget
@@ -32,8 +35,9 @@
  * Per-block bookkeeping (the sample record, the run's geometry) is in a side
  * table indexed by page number, (p - base) >> page_shift, so every lookup is
  * O(1) and nothing is stored in the blocks themselves. The side table is
- * its own MAP_NORESERVE mapping; only the parts under used pages are ever
- * touched. Free runs are linked through the side-table slot of their first
+ * its own PROT_NONE reservation, made writable along with the range's
+ * high-water mark, so it is charged (64 bytes per 4 KiB page) only for the
+ * part of the range in use. Free runs are linked through the side-table slot of their first
  * page (their own pages are inaccessible).
  *
  * One mutex serialises every operation: they all run on the sampled slow
@@ -59,6 +63,9 @@
  * back and refaulted a run on ~10% of sampled frees (its 8-512 KiB blocks
  * spread over many classes); with 16 MiB on none, for 1.6 MiB more RSS. */
 #define REGION_CACHE_BYTES ((size_t)16 << 20)
+/* Under RLIMIT_AS the reservation (range + side table) takes at most
+ * 1/REGION_AS_SHARE of the limit: the program keeps over 98% of it. */
+#define REGION_AS_SHARE 64u
 /* Pages the accessible part grows by at least (1 MiB at 4 KiB pages). */
 #define REGION_RW_STEP ((size_t)256)
 
@@ -83,6 +90,7 @@ typedef struct region {
 	size_t prefix_pages;   /* pages kept for the caller (always RW) */
 	region_slot *slots;    /* npages entries */
 	size_t slots_len;      /* bytes mapped for slots */
+	size_t slots_rw;       /* bytes of slots made writable so far */
 	pthread_mutex_t lock;
 	size_t bump;           /* first page never handed out */
 	size_t rw_pages;       /* pages below this index are accessible */
@@ -128,6 +136,14 @@ static inline bool region_contains(const region *r, const void *p)
  * The block's record is zero until region_set_rec.
  */
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable);
+/* As region_alloc, the run long enough for `reserve` bytes as well (room
+ * for the block to grow in place: region_resize). */
+void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t reserve,
+		       size_t *usable);
+/* Resize live block p to n bytes in place, within its run: true (usable
+ * updated) when the run has room, false (nothing done) otherwise or when
+ * p is not a live block. Shrinking gives the pages beyond n back. */
+bool region_resize(region *r, void *p, size_t n, size_t *usable);
 /* Store p's record (p a live block). false if p is not one. */
 bool region_set_rec(region *r, const void *p, const sample_rec *rec);
 /* Copy p's record and usable size (either may be NULL). false if p is not

@@ -720,32 +720,56 @@ void rt_free_slow(void *p)
 	rt_real.free(p);
 }
 
+/*
+ * realloc of a range block is, in the profile, free(p) then an allocation
+ * of n (sampled or not). The block stays in the range: resized in place
+ * when its run has room, else moved to a run twice its size, so a buffer
+ * grown step by step is copied only as it doubles. Pool blocks, and blocks
+ * the range cannot hold, go to a new block of the normal path.
+ */
 void *rt_realloc_range(void *p, size_t n)
 {
 	size_t old;
+	sample_rec rec = {0};
+	static const sample_rec none;
 	bool boot = in_boot_pool(p);
 	if (boot) {
 		old = boot_size(p);
-	} else if (!region_get(&rt_region, p, NULL, &old)) {
+	} else if (!region_get(&rt_region, p, &rec, &old)) {
 		bad_range_pointer("realloc", p);
 		errno = EINVAL;
 		return NULL;
 	}
-	if (n == 0) {
-		/* As glibc: realloc(p, 0) frees p and returns NULL. */
-		if (!boot)
-			region_release(p);
-		return NULL;
+	if (n == 0 && !boot)
+		region_release(p); /* as glibc: frees p, returns NULL */
+	if (n == 0 || boot) {
+		void *q = n ? malloc(n) : NULL;
+		if (q)
+			memcpy(q, p, old < n ? old : n);
+		return q;
 	}
-	/* The new block through the normal path (which may sample it). A
-	 * region block is whole pages; no block is resized in place. */
-	void *q = malloc(n);
-	if (!q)
-		return NULL; /* p untouched, still the program's */
-	memcpy(q, p, old < n ? old : n);
-	if (!boot)
-		region_release(p);
-	return q;
+	ap_sample_info info;
+	bool sampled = ap_sampler_should_sample(&rt_tls.sampler, n) && rt_sample_begin(n, &info);
+	rt_tls.guard += !sampled;
+	void *q = p;
+	if (!region_resize(&rt_region, p, n, NULL)) {
+		q = region_alloc_run(&rt_region, n, 0, false, 2 * old, NULL);
+		if (!q)
+			q = rt_real.malloc(n);
+		if (q)
+			memcpy(q, p, old < n ? old : n);
+	}
+	if (q && rec.site)
+		table_record_free(&rt.table, &rec, monotonic_ns());
+	if (q && q != p)
+		region_free(&rt_region, p, NULL);
+	else if (q)
+		region_set_rec(&rt_region, p, &none);
+	if (sampled)
+		rt_sample_end(q, &info);
+	else
+		rt_tls.guard--;
+	return q; /* NULL: p untouched, still the program's */
 }
 
 size_t rt_usable_range(void *p)

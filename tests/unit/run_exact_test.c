@@ -21,6 +21,10 @@
  * default rate for allocations much larger than the rate, which are sampled
  * with probability 1 - exp(-Z/R) = 1 - exp(-20) and therefore also
  * estimated exactly after rounding (Z/pi - Z < 1e-2 bytes).
+ *
+ * The C++ program exact_cxx gets the same check over glibc (libstdc++'s
+ * operators), jemalloc, tcmalloc and mimalloc (which define operator new
+ * and delete themselves).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -128,8 +132,12 @@ static int wait_bounded(pid_t pid)
 	return -3;
 }
 
+/* The program run: exact_allocs (C), or exact_cxx (C++: operator new and
+ * delete in every form, std::string, std::vector, std::map). */
+static const char *exact_prog = "exact_allocs";
+
 /*
- * Run AP_BINDIR/tests/integration/progs/exact_allocs with the runtime (and
+ * Run AP_BINDIR/tests/integration/progs/<exact_prog> with the runtime (and
  * preload_extra after it, may be NULL), its stdout in dir/expect.txt.
  * Returns the exit status, or -1 if it could not be run.
  */
@@ -139,7 +147,7 @@ static int run_program(const char *dir, const char *options,
 {
 	char prog[4096], lib[4096], out[4096], preload[8192], opts[8192];
 	const char *bin = ap_test_bindir();
-	snprintf(prog, sizeof prog, "%s/tests/integration/progs/exact_allocs", bin);
+	snprintf(prog, sizeof prog, "%s/tests/integration/progs/%s", bin, exact_prog);
 	snprintf(lib, sizeof lib, "%s/liballocprof_preload.so", bin);
 	snprintf(out, sizeof out, "%s/expect.txt", dir);
 	snprintf(preload, sizeof preload, "%s%s%s", lib,
@@ -530,4 +538,46 @@ AP_TEST(default_rate_estimates_huge_allocations_exactly)
 	/* 10 MiB = 20 R: pi = 1 - exp(-20), so Z/pi rounds to Z. */
 	for (int k = 0; k < 4; k++)
 		AP_CHECK_EQ_INT(big->got[k], big->want[k]);
+}
+
+/* exact_cxx at rate 1, with the allocator at path (NULL: glibc) underneath. */
+static void check_cxx(const char *path, const char *soname)
+{
+	struct expect e;
+	struct run_result r;
+	exact_prog = "exact_cxx";
+	run_and_tally("rate=1,seed=5", path, NULL, NULL, &e, &r, true);
+	exact_prog = "exact_allocs";
+	AP_CHECK(run_ok(&r, 1));
+	AP_CHECK(sites_match(&e, soname));
+}
+
+#define CHECK_CXX_WITH_ALLOCATOR(soname, package)                            \
+	do {                                                                 \
+		char path_[4096];                                            \
+		if (ap_test_find_library(soname, path_, sizeof path_))       \
+			AP_SKIP("%s not found by the dynamic linker "        \
+				"(Debian package %s)", soname, package);     \
+		check_cxx(path_, soname);                                    \
+	} while (0)
+
+AP_TEST(rate1_cxx_exact_over_glibc)
+{
+	check_cxx(NULL, "glibc");
+}
+
+AP_TEST(rate1_cxx_exact_over_jemalloc)
+{
+	CHECK_CXX_WITH_ALLOCATOR("libjemalloc.so.2", "libjemalloc2");
+}
+
+AP_TEST(rate1_cxx_exact_over_tcmalloc)
+{
+	CHECK_CXX_WITH_ALLOCATOR("libtcmalloc_minimal.so.4",
+				 "libtcmalloc-minimal4");
+}
+
+AP_TEST(rate1_cxx_exact_over_mimalloc)
+{
+	CHECK_CXX_WITH_ALLOCATOR("libmimalloc.so.2", "libmimalloc2.0");
 }

@@ -1,0 +1,51 @@
+/*
+ * interpose_next.c: resolving the optional entry-point families of the
+ * allocator underneath (interpose_next.h explains the scheme), and the
+ * shared slow path of their frees.
+ */
+#include "interpose_next.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <string.h>
+
+static const void *object_of(rt_fn f)
+{
+	void *a;
+	memcpy(&a, &f, sizeof a);
+	Dl_info di;
+	return a && dladdr(a, &di) ? di.dli_fbase : NULL;
+}
+
+void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
+{
+	if (atomic_load_explicit(state, memory_order_acquire) == 2)
+		return;
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(state, &expect, 1)) {
+		while (atomic_load_explicit(state, memory_order_acquire) != 2)
+			sched_yield();
+		return;
+	}
+	rt_ensure_init();
+	bool ready = atomic_load(&rt.state) == RT_READY;
+	const void *home = ready ? object_of((rt_fn)rt_real.malloc) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		void *a = dlsym(RTLD_NEXT, syms[i].name);
+		rt_fn f;
+		memcpy(&f, &a, sizeof f);
+		*syms[i].next = f;
+		/* Runtime off: the next definition as is, when there is one. */
+		bool use_next = f && (ready ? object_of(f) == home : true);
+		*syms[i].slot = use_next ? f : syms[i].fallback;
+	}
+	atomic_store_explicit(state, 2, memory_order_release);
+}
+
+bool next_free_ours(void *p)
+{
+	if (rt_classify(p) == RT_OWNER_NONE)
+		return false;
+	rt_free_slow(p);
+	return true;
+}

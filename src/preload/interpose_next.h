@@ -1,0 +1,55 @@
+/*
+ * interpose_next.h: shared by the interpose_*.c files that wrap an
+ * allocator's extra entry points (C++ operators, jemalloc's *allocx,
+ * tcmalloc's tc_*), which may or may not exist in the program.
+ *
+ * Each such entry point tail-calls a pointer that starts at a stub; the
+ * first call of any stub resolves the whole family at once (dlsym
+ * RTLD_NEXT, after the runtime is initialised) and re-points them. A
+ * symbol found in the allocator underneath (the object rt_real.malloc
+ * came from) is used as is, so jemalloc's and tcmalloc's own fast paths
+ * (sized delete, nothrow new) stay in use; one found elsewhere (libstdc++,
+ * which merely calls malloc) or nowhere is replaced by a local fallback on
+ * the runtime's malloc family, so no byte is counted twice and no block
+ * crosses allocators.
+ */
+#ifndef AP_PRELOAD_INTERPOSE_NEXT_H
+#define AP_PRELOAD_INTERPOSE_NEXT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "runtime_core.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* One symbol of a family: its name, where the entry point jumps, the next
+ * definition found (NULL: none), and the local fallback. */
+/* Any function pointer, stored untyped and cast back to its own type at
+ * the call (a cast between function pointer types is plain C). */
+typedef void (*rt_fn)(void);
+
+typedef struct next_sym {
+	const char *name;
+	rt_fn *slot;
+	rt_fn *next;
+	rt_fn fallback;
+} next_sym;
+
+/*
+ * Resolve a family once (thread-safe; *state 0 = not yet, 2 = done): each
+ * slot gets the next definition when it lives in the allocator underneath,
+ * else its fallback.
+ */
+RT_HIDDEN void next_resolve(_Atomic int *state, const next_sym *syms, size_t n);
+
+/* Delete/free of p behind rt_maybe_ours: true when p was the runtime's
+ * (a range or sampled-set block) and is now freed; false: not ours. */
+RT_HIDDEN bool next_free_ours(void *p);
+
+static inline bool next_not_sampled(size_t n)
+{
+	return AP_LIKELY(!ap_sampler_should_sample(&rt_tls.sampler, n));
+}
+
+#endif
