@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "framename.h"
 #include "keymap.h"
 #include "profload.h"
 
@@ -139,37 +140,9 @@ void hv_stat_finish(hv_stat *s, double level)
 
 /* ---- frames ---------------------------------------------------------- */
 
-static const char *const alloc_names[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"malloc_usable_size", "__libc_malloc", "__libc_calloc",
-	"__libc_realloc", "__libc_memalign", "__libc_valloc",
-	"__libc_pvalloc", "__posix_memalign", "strdup", "strndup", "__strdup",
-	"__strndup", "operator new", "operator new[]", "operator delete",
-	"operator delete[]", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
-	"_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-};
-
 bool hv_is_alloc_frame(const char *f)
 {
-	if (!f || !*f)
-		return false;
-	/* allocprof itself: the runtime's API and unsymbolized frames in its
-	 * object (symbolized ones are dropped by mapping, see
-	 * expand_locations). Not every "ap_" name: Apache httpd uses it. */
-	if (!strncmp(f, "ap_runtime_", 11) || !strncmp(f, "allocprof_", 10) ||
-	    strstr(f, "liballocprof_preload"))
-		return true;
-	for (size_t i = 0; i < sizeof alloc_names / sizeof alloc_names[0]; i++) {
-		size_t n = strlen(alloc_names[i]);
-		/* "operator new(unsigned long)" and "operator new" alike */
-		if (!strncmp(f, alloc_names[i], n) &&
-		    (f[n] == 0 || (f[n] == '(' && !strncmp(f, "operator", 8))))
-			return true;
-	}
-	/* _Znwm..., _ZdlPv... mangled operator new/delete variants */
-	return !strncmp(f, "_Znw", 4) || !strncmp(f, "_Zna", 4) ||
-	       !strncmp(f, "_Zdl", 4) || !strncmp(f, "_Zda", 4);
+	return fn_is_alloc_entry(f);
 }
 
 /* ---- the view -------------------------------------------------------- */
@@ -206,6 +179,8 @@ struct build {
 	int64_t k_bytes, k_rate; /* string indices of label keys, -1 absent */
 	regex_t focus, ignore;
 	bool has_focus, has_ignore;
+	regex_t skip[HV_MAX_SKIP]; /* --skip, compiled */
+	size_t nskip;
 	hv_keymap *stackmap, *sitemap;
 	size_t capstacks, capsites;
 	double *best; /* per site: bytes of its largest contribution */
@@ -290,6 +265,33 @@ static const char *raw_name(hv_view *v, const ap_profile *p,
 	return pool(v, buf);
 }
 
+/* A function's name as shown: shortened C++ unless --full-names. */
+static const char *display_name(hv_view *v, const char *name)
+{
+	if (v->opt.full_names)
+		return pool(v, name);
+	size_t cap = strlen(name) + 3;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	fn_shorten(name, s, cap);
+	const char *r = pool(v, s);
+	free(s);
+	return r;
+}
+
+/* Whether a frame at the leaf end of a stack is allocation machinery:
+ * an allocator entry point, allocprof, the C++ runtime, or --skip. */
+static bool skipped(const struct build *b, const char *name)
+{
+	if (hv_is_alloc_frame(name) || fn_is_std_frame(name))
+		return true;
+	for (size_t i = 0; i < b->nskip; i++)
+		if (regexec(&b->skip[i], name, 0, NULL, 0) == 0)
+			return true;
+	return false;
+}
+
 static int expand_locations(struct build *b)
 {
 	const ap_profile *p = b->p;
@@ -310,10 +312,11 @@ static int expand_locations(struct build *b)
 		const ap_location *l = &p->locations[i];
 		const ap_mapping *m = l->mapping_id ? ap_profile_mapping(p, l->mapping_id)
 						    : NULL;
-		/* frames in the runtime's own object are allocprof's, whatever
-		 * their names */
-		bool preload = m && strstr(ap_profile_string(p, m->filename),
-					   "liballocprof_preload");
+		/* frames in the runtime's own object are allocprof's, those in
+		 * libstdc++ the C++ runtime's, whatever their names */
+		const char *obj = m ? ap_profile_string(p, m->filename) : "";
+		bool runtime = strstr(obj, "liballocprof_preload") ||
+			       fn_is_runtime_object(obj);
 		b->runs[i].first = v->nlframes;
 		for (size_t j = 0; j < l->nlines || (j == 0 && !l->nlines); j++) {
 			hv_frame *f = &v->lframes[v->nlframes++];
@@ -323,7 +326,7 @@ static int expand_locations(struct build *b)
 				l->nlines ? ap_profile_function(p, l->lines[j].function_id)
 					  : NULL;
 			if (fn && *ap_profile_string(p, fn->name)) {
-				f->function = pool(v, ap_profile_string(p, fn->name));
+				f->function = display_name(v, ap_profile_string(p, fn->name));
 				f->file = pool(v, ap_profile_string(p, fn->filename));
 				f->line = l->lines[j].line;
 			} else {
@@ -332,7 +335,7 @@ static int expand_locations(struct build *b)
 			f->inlined = j + 1 < l->nlines;
 			if (!f->function || !f->file)
 				return fail(b, AP_ENOMEM, "out of memory");
-			v->drop[v->nlframes - 1] = preload || hv_is_alloc_frame(f->function);
+			v->drop[v->nlframes - 1] = runtime || skipped(b, f->function);
 		}
 		b->runs[i].n = v->nlframes - b->runs[i].first;
 	}
@@ -684,8 +687,13 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	}
 	if ((rc = find_types(&b)) ||
 	    (rc = compile(&b, &b.focus, o->focus, "--focus", &b.has_focus)) ||
-	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)) ||
-	    (rc = expand_locations(&b)))
+	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)))
+		goto done;
+	for (bool has; b.nskip < o->nskip && b.nskip < HV_MAX_SKIP; b.nskip++)
+		if ((rc = compile(&b, &b.skip[b.nskip], o->skip[b.nskip], "--skip",
+				  &has)))
+			goto done;
+	if ((rc = expand_locations(&b)))
 		goto done;
 	if (!(b.stackmap = hv_keymap_new()) || !(b.sitemap = hv_keymap_new())) {
 		rc = fail(&b, AP_ENOMEM, "out of memory");
@@ -712,6 +720,8 @@ done:
 		regfree(&b.focus);
 	if (b.has_ignore)
 		regfree(&b.ignore);
+	for (size_t i = 0; i < b.nskip; i++)
+		regfree(&b.skip[i]);
 	hv_keymap_free(b.stackmap);
 	hv_keymap_free(b.sitemap);
 	free(b.best);
@@ -720,6 +730,7 @@ done:
 	free(b.fidx);
 	free(b.kbuf);
 	v->opt.focus = v->opt.ignore = NULL; /* the caller's strings */
+	v->opt.nskip = 0;
 	if (rc)
 		hv_destroy(v);
 	else
