@@ -116,9 +116,13 @@ static void put(struct out *o, const char *s, size_t n)
 		o->buf[o->len++] = s[k];
 }
 
-size_t fn_params_start(const char *s)
+size_t fn_params_start(const char *s, size_t *name_start)
 {
 	size_t i = 0, len = 0; /* len: characters of the name so far */
+	size_t dummy;
+	if (!name_start)
+		name_start = &dummy;
+	*name_start = 0;
 	while (s[i]) {
 		size_t op = operator_len(s, i), e;
 		if (op) {
@@ -139,8 +143,11 @@ size_t fn_params_start(const char *s)
 		} else {
 			len = s[i] == ' ' ? 0 : len + 1;
 			i++;
+			if (!len)
+				*name_start = i; /* what came before is a return type */
 		}
 	}
+	*name_start = 0; /* no parameter list: a space is part of the name */
 	return i;
 }
 

@@ -39,9 +39,12 @@ size_t fn_shorten(const char *name, char *out, size_t outlen);
  * Where the parameter list of a demangled name starts (strlen(name) when
  * it has none): the last one, "f(int)::{lambda(int)#1}::operator()(int)"
  * has three. Brackets of operators, lambdas and template arguments are
- * not parameter lists; neither is "(anonymous namespace)".
+ * not parameter lists; neither is "(anonymous namespace)". When
+ * name_start is not NULL it gets where the name starts after a return
+ * type ("void std::vector<int>::_M_realloc_insert<int const&>(...)" has
+ * one); 0 without a parameter list, where a space may be part of a name.
  */
-size_t fn_params_start(const char *name);
+size_t fn_params_start(const char *name, size_t *name_start);
 
 /*
  * Whether a function name is an allocator entry point (malloc, calloc,

@@ -78,14 +78,18 @@ static void strip_rust_hash(char *s)
 }
 
 /*
- * Drop the parameter list (and trailing qualifiers) of a demangled C++
- * name: "ns::f(int) const" -> "ns::f", the way profilers show functions;
+ * Drop the parameter list (and trailing qualifiers) and the return type
+ * of a demangled C++ name: "ns::f(int) const" -> "ns::f", "void
+ * ns::g<int>(int)" -> "ns::g<int>", the way profilers show functions (and
+ * so that pprof's drop_frames regex sees names without return types);
  * framename.h knows which brackets are not parameter lists (operator(),
  * lambdas, "(anonymous namespace)").
  */
 static void strip_params(char *s)
 {
-	s[fn_params_start(s)] = 0;
+	size_t start, end = fn_params_start(s, &start);
+	s[end] = 0;
+	memmove(s, s + start, end - start + 1);
 }
 
 char *sym_demangle(const char *name)

@@ -8,7 +8,9 @@
 # new, std::allocator, container internals, libstdc++ itself) are skipped
 # at the leaf end and names are shortened. Then the frame options:
 # --full-names, --no-skip, --skip; folded, flame and `--by stack` (leaf
-# first) agree.
+# first) agree. Last, go tool pprof (when installed): the runtime's
+# profile carries drop_frames, so pprof's flat bytes land on the caller of
+# operator new and of the containers, not on the allocator.
 set -euo pipefail
 cli="$AP_BINDIR/allocprof"
 prog="$AP_PROGDIR/cxx_sites"
@@ -94,4 +96,33 @@ grep -q 'data-n="fill_vector"' "$tmp/f.svg" || fail "flame graph lacks fill_vect
 # --by stack: the site first, then its callers.
 "$cli" report --alloc --by stack --top 0 "$tmp/p.pb.gz" > "$tmp/stack.txt"
 grep -q ' fill_vector <- main <- ' "$tmp/stack.txt" || fail "--by stack not leaf first: $(cat "$tmp/stack.txt")"
+
+# ---- go tool pprof and the profile's drop_frames ---------------------------
+if ! command -v go > /dev/null; then
+  echo "ok (go tool pprof part skipped: go not installed)"
+  exit 0
+fi
+export HOME=$tmp/home GOCACHE=$tmp/gocache GOPATH=$tmp/gopath
+export GOTOOLCHAIN=local GOPROXY=off GOFLAGS='' GO111MODULE=auto
+mkdir -p "$HOME"
+# flat NAME FILE: pprof's flat bytes of function NAME (-top, in bytes).
+top() { timeout 120 go tool pprof -top -unit=B -sample_index=alloc_space "$1" 2>&1; }
+flat() { awk -v f="$1" '$NF == f { sub(/B$/, "", $1); print $1 }' <<<"$2"; }
+want() { grep "^expect $1 " "$tmp/expect" | awk '{ print $NF }'; }
+# The runtime's own profile, symbolized by pprof: new Node and new char[]
+# count for make_nodes, not for operator new.
+t=$(top "$tmp/p.pb.gz")
+[ "$(flat make_nodes "$t")" = "$(want make_nodes)" ] ||
+  fail "pprof: make_nodes flat is not its bytes $(want make_nodes): $t"
+! grep -q 'operator new' <<<"$t" || fail "pprof: operator new kept its bytes: $t"
+# pprof names no template instantiation of the program (its symbolizer
+# leaves them empty, so no regex can match them); with allocprof's names
+# (convert --symbolize) every container site is the user's, exactly.
+"$cli" convert --to pprof --symbolize "$tmp/p.pb.gz" -o "$tmp/s.pb.gz"
+t=$(top "$tmp/s.pb.gz")
+for f in fill_vector build_index make_strings make_lines raw_buffers app::Cache::put; do
+  [ "$(flat "$f" "$t")" = "$(want "$f")" ] ||
+    fail "pprof: $f flat $(flat "$f" "$t"), program $(want "$f"): $t"
+done
+! grep -Eq '  (std::|operator new)' <<<"$t" || fail "pprof: flat bytes on the runtime: $t"
 echo "ok"

@@ -96,24 +96,37 @@ AP_TEST(shorten_table)
  * fn_shorten (or for --full-names) */
 AP_TEST(params_start)
 {
-	static const char *const cut[][2] = {
-		{"foo(int, char*)", "foo"},
+	static const char *const cut[][3] = {
+		/* name, up to the parameters, without the return type */
+		{"foo(int, char*)", "foo", "foo"},
 		{"main::{lambda(int)#1}::operator()(int) const",
-		 "main::{lambda(int)#1}::operator()"},
-		{"build(int)::{lambda()#2}::operator()()", "build(int)::{lambda()#2}::operator()"},
+		 "main::{lambda(int)#1}::operator()", "main::{lambda(int)#1}::operator()"},
+		{"build(int)::{lambda()#2}::operator()()",
+		 "build(int)::{lambda()#2}::operator()", "build(int)::{lambda()#2}::operator()"},
 		{"std::__cxx11::basic_string<char> std::operator+<char>(char const*, "
 		 "std::__cxx11::basic_string<char>&&)",
-		 "std::__cxx11::basic_string<char> std::operator+<char>"},
-		{"(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse"},
-		{"operator<<(std::ostream&, Foo const&)", "operator<<"},
-		{"Bar<void (*)(int)>::run()", "Bar<void (*)(int)>::run"},
-		{"decltype (f()) g<int>(int)", "decltype (f()) g<int>"},
-		{"main", "main"},
+		 "std::__cxx11::basic_string<char> std::operator+<char>",
+		 "std::operator+<char>"},
+		{"void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>"
+		 "(__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)",
+		 "void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>",
+		 "std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>"},
+		{"(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse",
+		 "(anonymous namespace)::parse"},
+		{"operator<<(std::ostream&, Foo const&)", "operator<<", "operator<<"},
+		{"operator new(unsigned long)", "operator new", "operator new"},
+		{"Bar<void (*)(int)>::run()", "Bar<void (*)(int)>::run", "Bar<void (*)(int)>::run"},
+		{"decltype (f()) g<int>(int)", "decltype (f()) g<int>", "g<int>"},
+		{"main", "main", "main"},
+		{"  spaced root", "  spaced root", "  spaced root"},
 	};
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
-		size_t n = fn_params_start(cut[i][0]);
+		size_t st, n = fn_params_start(cut[i][0], &st);
 		AP_CHECK_MSG(n == strlen(cut[i][1]) && !strncmp(cut[i][0], cut[i][1], n),
 			     "'%s' cut at %zu, want '%s'", cut[i][0], n, cut[i][1]);
+		AP_CHECK_MSG(!strncmp(cut[i][0] + st, cut[i][2], n - st) &&
+			     n - st == strlen(cut[i][2]),
+			     "'%s' name starts at %zu, want '%s'", cut[i][0], st, cut[i][2]);
 	}
 }
 
