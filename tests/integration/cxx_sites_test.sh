@@ -84,6 +84,12 @@ grep -q ';main;fill_vector [0-9]*$' "$tmp/f.folded" || fail "no main;fill_vector
 ! grep -Eq ';(std::|operator new)[^;]* [0-9]+$' "$tmp/f.folded" || fail "a folded stack ends in the runtime"
 ! grep -Eq ';(std::|operator new)[^;]* [0-9]+$' "$tmp/c.folded" || fail "convert: a stack ends in the runtime"
 ! grep -q 'std::allocator<' "$tmp/f.folded" || fail "template arguments in folded names"
+# Inside a stack a run of C++ runtime frames shows only the user's call
+# into the library: make_shared, then the constructor it ran.
+grep -q ';main;share_all<>;std::make_shared<>;Widget::Widget 40800$' "$tmp/f.folded" ||
+  fail "make_shared's run not collapsed: $(cat "$tmp/f.folded")"
+"$cli" folded --alloc --no-skip "$tmp/p.pb.gz" | grep -q 'std::__shared_count<>' ||
+  fail "--no-skip lost the frames inside make_shared"
 
 # The flame graph names the user's functions, in short: the std:: frames
 # left are those between two user frames (make_shared calling Widget's
