@@ -231,6 +231,15 @@ AP_API int ap_profile_hist_comment_add(ap_profile *p, const char *name,
 AP_API int ap_profile_hist_comment_decode(const char *comment,
 					  const ap_allocator *alloc,
 					  char **name, ap_hist_snap **snap);
+/*
+ * Set drop_frames to ap_profile_alloc_drop_frames, so that pprof puts the
+ * bytes on the caller of malloc/operator new and of the C++ allocators
+ * and containers, not on the allocator. 0, AP_EINVAL or AP_ENOMEM.
+ */
+AP_API int ap_profile_drop_alloc_frames(ap_profile *p);
+/* The regex (RE2, whole names): allocator entry points, allocprof's
+ * runtime, the C++ allocators, containers and strings. */
+AP_API extern const char *const ap_profile_alloc_drop_frames;
 
 /* Lookups by id, O(1) expected; NULL when absent. */
 AP_API const ap_mapping *ap_profile_mapping(const ap_profile *p, uint64_t id);

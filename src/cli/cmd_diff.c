@@ -29,7 +29,8 @@
 static const char diff_usage[] =
 	"usage: allocprof diff [--alloc|--inuse] [--requested|--usable]\n"
 	"                      [--by function|line|stack] [--level L] [--top N]\n"
-	"                      [--significant] [--json] BASE NEW\n"
+	"                      [--significant] [--json] [--skip REGEX] [--no-skip]\n"
+	"                      [--full-names] BASE NEW\n"
 	"\n"
 	"Per-site change NEW - BASE in estimated bytes, with a confidence\n"
 	"interval for the change at level L (default 0.95). Sites are sorted by\n"
@@ -63,6 +64,7 @@ static const char diff_usage[] =
 	"  --significant   print only sites whose change is significant\n"
 	"  --json          one JSON object instead of the table\n"
 	"  --help          this text\n"
+	VC_FRAME_HELP
 	"\n"
 	"Exit status: 0 ok, 1 usage error, 2 unreadable or malformed profile.\n";
 

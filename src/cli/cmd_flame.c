@@ -20,7 +20,8 @@ static const char flame_usage[] =
 	"usage: allocprof flame [--alloc|--inuse] [--requested|--usable]\n"
 	"                       [--title TEXT] [--level L] [--width PX]\n"
 	"                       [--base BASE]\n"
-	"                       [--focus REGEX] [--ignore REGEX] PROFILE...\n"
+	"                       [--focus REGEX] [--ignore REGEX] [--skip REGEX]\n"
+	"                       [--no-skip] [--full-names] PROFILE...\n"
 	"                       > flame.svg\n"
 	"\n"
 	"Write an interactive SVG flame graph of the profile to standard\n"
@@ -52,6 +53,7 @@ static const char flame_usage[] =
 	"  --focus RE    keep stacks with a function matching RE (POSIX ERE)\n"
 	"  --ignore RE   drop stacks with a function matching RE\n"
 	"  --help        this text\n"
+	VC_FRAME_HELP
 	"\n"
 	"Exit status: 0 ok, 1 usage error, 2 unreadable or malformed profile.\n";
 

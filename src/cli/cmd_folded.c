@@ -20,7 +20,8 @@
 
 static const char folded_usage[] =
 	"usage: allocprof folded [--alloc|--inuse] [--requested|--usable]\n"
-	"                        [--focus REGEX] [--ignore REGEX] PROFILE...\n"
+	"                        [--focus REGEX] [--ignore REGEX] [--skip REGEX]\n"
+	"                        [--no-skip] [--full-names] PROFILE...\n"
 	"\n"
 	"Print the profile as folded stacks: one line per unique stack, frames\n"
 	"root first joined by ';', then a space and the estimated bytes of the\n"
@@ -40,6 +41,7 @@ static const char folded_usage[] =
 	"  --ignore RE   drop stacks with a function matching RE\n"
 	"  --level L     accepted for symmetry with the other views; unused\n"
 	"  --help        this text\n"
+	VC_FRAME_HELP
 	"\n"
 	"Exit status: 0 ok, 1 usage error, 2 unreadable or malformed profile.\n";
 

@@ -13,6 +13,7 @@
 
 #include "allocprof/estimate.h" /* AP_NB_MAX_SAMPLES */
 #include "cli_util.h"
+#include "cmdopts.h"
 #include "commands.h"
 #include "report.h"
 
@@ -21,7 +22,8 @@ static void report_usage(FILE *f)
 	fputs("usage: allocprof report [--alloc|--inuse] [--by function|line|stack]\n"
 	      "                        [--top N] [--level L] [--requested|--usable]\n"
 	      "                        [--focus REGEX] [--ignore REGEX] [--size MIN:MAX]\n"
-	      "                        [--sizes] [--json] [--no-symbolize] PROFILE...\n"
+	      "                        [--sizes] [--json] [--no-symbolize] [--skip REGEX]\n"
+	      "                        [--no-skip] [--full-names] PROFILE...\n"
 	      "\n"
 	      "Top allocation sites of heap profiles (gzip'd pprof; several are merged\n"
 	      "first, unbias-then-sum) with estimated bytes and objects, each with a\n"
@@ -30,8 +32,9 @@ static void report_usage(FILE *f)
 	      "\n"
 	      "  --alloc, --inuse      everything allocated, or still live at the dump\n"
 	      "                        (default: inuse)\n"
-	      "  --by KEY              function (first frame outside the allocator and\n"
-	      "                        allocprof; default), line, or stack\n"
+	      "  --by KEY              function (first frame outside the allocator,\n"
+	      "                        allocprof and the C++ runtime; default), line,\n"
+	      "                        or stack (leaf first: site <- caller <- ...)\n"
 	      "  --top N               show N sites (default 20; 0 = all)\n"
 	      "  --level L             confidence level, 0 < L < 1 (default 0.95)\n"
 	      "  --requested, --usable bytes asked for (default), or usable size\n"
@@ -42,6 +45,7 @@ static void report_usage(FILE *f)
 	      "  --sizes               also show the size and lifetime distributions\n"
 	      "  --json                one JSON object (see docs/REPORTS.md)\n"
 	      "  --no-symbolize        show addresses; do not read the binaries\n"
+	      VC_FRAME_HELP
 	      "\n"
 	      "Exit status: 0 ok, 1 usage error, 2 unreadable or invalid input.\n",
 	      f);
@@ -82,7 +86,7 @@ static int parse_size_range(const char *s, hv_options *o)
 /* Parse argv; returns -1 to continue, else the exit status. */
 static int parse(int argc, char **argv, report_options *r)
 {
-	enum { O_ALLOC = 256, O_INUSE, O_BY, O_TOP, O_LEVEL, O_REQ, O_USABLE,
+	enum { O_ALLOC = VC_OPT_END, O_INUSE, O_BY, O_TOP, O_LEVEL, O_REQ, O_USABLE,
 	       O_FOCUS, O_IGNORE, O_SIZE, O_SIZES, O_JSON, O_NOSYM };
 	static const struct option opts[] = {
 		{"alloc", no_argument, NULL, O_ALLOC},
@@ -99,6 +103,7 @@ static int parse(int argc, char **argv, report_options *r)
 		{"json", no_argument, NULL, O_JSON},
 		{"no-symbolize", no_argument, NULL, O_NOSYM},
 		{"help", no_argument, NULL, 'h'},
+		VC_FRAME_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	int c;
 	report_options_default(r);
@@ -148,6 +153,12 @@ static int parse(int argc, char **argv, report_options *r)
 					     optarg);
 				return AP_EXIT_USAGE;
 			}
+			break;
+		case VC_OPT_SKIP:
+		case VC_OPT_NO_SKIP:
+		case VC_OPT_FULL_NAMES:
+			if (vc_view_option(c, optarg, &r->hv))
+				return AP_EXIT_USAGE;
 			break;
 		default:
 			ap_cli_error("bad option '%s' (try --help)", argv[optind - 1]);

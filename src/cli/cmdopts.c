@@ -21,6 +21,15 @@ int vc_view_option(int opt, const char *arg, hv_options *o)
 	case VC_OPT_USABLE: o->value = HV_USABLE; return 0;
 	case VC_OPT_FOCUS: o->focus = arg; return 0;
 	case VC_OPT_IGNORE: o->ignore = arg; return 0;
+	case VC_OPT_NO_SKIP: o->keep_alloc_frames = true; return 0;
+	case VC_OPT_FULL_NAMES: o->full_names = true; return 0;
+	case VC_OPT_SKIP:
+		if (o->nskip == HV_MAX_SKIP) {
+			ap_cli_error("at most %d --skip options", HV_MAX_SKIP);
+			return AP_EXIT_USAGE;
+		}
+		o->skip[o->nskip++] = arg;
+		return 0;
 	case VC_OPT_LEVEL:
 		if (ap_cli_parse_level(arg, &o->level)) {
 			ap_cli_error("--level wants a number strictly between 0 "

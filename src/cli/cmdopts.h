@@ -2,7 +2,8 @@
  * cmdopts.h: command-line plumbing shared by diff, flame and folded: the
  * options that choose a heap view (--alloc/--inuse, --requested/--usable,
  * --focus/--ignore, --level), opening profiles with a one-line error and
- * the right exit status, and the unknown-option message. Part of the
+ * the right exit status, and the unknown-option message; the frame
+ * options (--skip, --no-skip, --full-names) report shares too. Part of the
  * command layer: only cmd_*.c include it.
  */
 #ifndef ALLOCPROF_CLI_CMDOPTS_H
@@ -25,6 +26,9 @@ enum {
 	VC_OPT_IGNORE,
 	VC_OPT_LEVEL,
 	VC_OPT_HELP,
+	VC_OPT_SKIP,
+	VC_OPT_NO_SKIP,
+	VC_OPT_FULL_NAMES,
 	VC_OPT_END
 };
 
@@ -37,7 +41,24 @@ enum {
 	{"focus", required_argument, NULL, VC_OPT_FOCUS},                    \
 	{"ignore", required_argument, NULL, VC_OPT_IGNORE},                  \
 	{"level", required_argument, NULL, VC_OPT_LEVEL},                    \
-	{"help", no_argument, NULL, VC_OPT_HELP}
+	{"help", no_argument, NULL, VC_OPT_HELP},                            \
+	VC_FRAME_LONGOPTS
+
+/* The frame options (--skip, --no-skip, --full-names), also for commands
+ * with their own view options (report). */
+#define VC_FRAME_LONGOPTS                                                    \
+	{"skip", required_argument, NULL, VC_OPT_SKIP},                      \
+	{"no-skip", no_argument, NULL, VC_OPT_NO_SKIP},                      \
+	{"full-names", no_argument, NULL, VC_OPT_FULL_NAMES}
+
+/* Help lines of the frame options, for each command's usage text. */
+#define VC_FRAME_HELP                                                        \
+	"  --skip REGEX          also skip leaf frames matching REGEX (POSIX ERE;\n" \
+	"                        repeatable), e.g. your own xmalloc wrapper\n"    \
+	"  --no-skip             skip nothing: show allocator, allocprof and C++\n" \
+	"                        runtime frames (operator new, std::...) too\n"    \
+	"  --full-names          C++ names with template arguments (default:\n"   \
+	"                        std::vector<>::push_back)\n"
 
 /*
  * Apply shared option opt (with its argument) to o. Returns 0 when handled,

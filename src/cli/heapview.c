@@ -3,9 +3,9 @@
  * symbolized) profile: picks the sample types of the requested view, turns
  * each sample into additive statistics (reading allocprof's extra types, or
  * deriving them approximately for profiles that lack them, e.g. Go's),
- * expands locations into frames, drops allocator/allocprof leaf frames,
- * applies the filters, aggregates per stack, then per site, and finishes
- * the confidence intervals (estimate.h; [R4] for NB, [R1] for HT).
+ * expands locations into frames, drops allocator/allocprof/C++ runtime
+ * leaf frames, applies the filters, aggregates per stack, then per site;
+ * the statistics' sums and confidence intervals are heapstat.c's.
  * Loading files is profload.c's, merging profmerge.c's.
  */
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "framename.h"
 #include "keymap.h"
 #include "profload.h"
 
@@ -47,129 +48,11 @@ const char *hv_method_name(hv_method m)
 	return m == HV_NB ? "nb" : m == HV_NORMAL ? "normal" : "exact";
 }
 
-/* ---- statistics ------------------------------------------------------ */
-
-void hv_stat_add_group(hv_stat *s, double rate, uint64_t samples, double u)
-{
-	for (size_t i = 0; i < s->nrates; i++) {
-		if (s->rates[i].rate == rate) {
-			s->rates[i].samples += samples;
-			s->rates[i].u += u;
-			return;
-		}
-	}
-	if (s->nrates == HV_MAX_RATES) {
-		s->rates_overflow = true;
-		return;
-	}
-	s->rates[s->nrates++] = (ap_nb_group){samples, u, rate};
-}
-
-void hv_stat_add(hv_stat *into, const hv_stat *from)
-{
-	into->bytes += from->bytes;
-	into->req_bytes += from->req_bytes;
-	into->objects += from->objects;
-	into->var_bytes += from->var_bytes;
-	into->var_objects += from->var_objects;
-	into->samples += from->samples;
-	into->u += from->u;
-	into->rates_overflow |= from->rates_overflow;
-	for (size_t i = 0; i < from->nrates; i++)
-		hv_stat_add_group(into, from->rates[i].rate, from->rates[i].samples,
-			       from->rates[i].u);
-}
-
-static bool all_exact(const hv_stat *s)
-{
-	for (size_t i = 0; i < s->nrates; i++)
-		if (s->rates[i].rate > 1.0)
-			return false;
-	return !s->rates_overflow;
-}
-
-void hv_stat_finish(hv_stat *s, double level)
-{
-	ap_interval iv;
-	if (s->samples == 0 || all_exact(s)) {
-		/* No sampling error (rate 1), or nothing sampled: the site is
-		 * what it is; with no samples there is nothing to widen. */
-		s->bytes_lo = s->bytes_hi = s->bytes;
-		s->objects_lo = s->objects_hi = s->objects;
-		s->method = HV_EXACT;
-		return;
-	}
-	double req = s->req_bytes > 0 ? s->req_bytes : s->bytes;
-	/* NB bounds count trial bytes (requested sizes); a usable-size view
-	 * scales them by the site's usable/requested ratio. */
-	double scale = req > 0 ? s->bytes / req : 1.0;
-	bool used_nb = false;
-	int rc;
-	if (s->samples < AP_NB_MAX_SAMPLES && !s->rates_overflow && s->nrates > 1) {
-		rc = ap_nb_interval_groups(s->rates, s->nrates, level, true, true,
-					   &iv);
-		used_nb = rc == 0;
-		if (rc == 0) {
-			iv.lo = fmin(iv.lo, req);
-			iv.hi = fmax(iv.hi, req);
-		}
-	} else if (s->nrates == 1 && !s->rates_overflow) {
-		rc = ap_bytes_interval(s->samples, s->rates[0].u, s->rates[0].rate,
-				       req, s->var_bytes / (scale * scale),
-				       level, &iv, &used_nb);
-	} else {
-		rc = ap_ht_interval(req, s->var_bytes / (scale * scale), level,
-				    &iv);
-	}
-	if (rc) {
-		s->bytes_lo = s->bytes_hi = (double)NAN;
-	} else {
-		s->bytes_lo = iv.lo * scale;
-		s->bytes_hi = iv.hi * scale;
-	}
-	s->method = used_nb ? HV_NB : HV_NORMAL;
-	if (ap_objects_interval(s->samples, s->objects, s->var_objects, level,
-				&iv)) {
-		s->objects_lo = s->objects_hi = (double)NAN;
-	} else {
-		s->objects_lo = iv.lo;
-		s->objects_hi = iv.hi;
-	}
-}
-
 /* ---- frames ---------------------------------------------------------- */
-
-static const char *const alloc_names[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"malloc_usable_size", "__libc_malloc", "__libc_calloc",
-	"__libc_realloc", "__libc_memalign", "__libc_valloc",
-	"__libc_pvalloc", "__posix_memalign", "strdup", "strndup", "__strdup",
-	"__strndup", "operator new", "operator new[]", "operator delete",
-	"operator delete[]", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
-	"_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-};
 
 bool hv_is_alloc_frame(const char *f)
 {
-	if (!f || !*f)
-		return false;
-	/* allocprof itself: the runtime's API and unsymbolized frames in its
-	 * object (symbolized ones are dropped by mapping, see
-	 * expand_locations). Not every "ap_" name: Apache httpd uses it. */
-	if (!strncmp(f, "ap_runtime_", 11) || !strncmp(f, "allocprof_", 10) ||
-	    strstr(f, "liballocprof_preload"))
-		return true;
-	for (size_t i = 0; i < sizeof alloc_names / sizeof alloc_names[0]; i++) {
-		size_t n = strlen(alloc_names[i]);
-		/* "operator new(unsigned long)" and "operator new" alike */
-		if (!strncmp(f, alloc_names[i], n) &&
-		    (f[n] == 0 || (f[n] == '(' && !strncmp(f, "operator", 8))))
-			return true;
-	}
-	/* _Znwm..., _ZdlPv... mangled operator new/delete variants */
-	return !strncmp(f, "_Znw", 4) || !strncmp(f, "_Zna", 4) ||
-	       !strncmp(f, "_Zdl", 4) || !strncmp(f, "_Zda", 4);
+	return fn_is_alloc_entry(f);
 }
 
 /* ---- the view -------------------------------------------------------- */
@@ -189,9 +72,16 @@ struct hv_view {
 	hv_frame *lframes; /* frames of every location, in profile order */
 	size_t nlframes;
 	signed char *hit_focus, *hit_ignore; /* per lframe: -1 unknown, 0, 1 */
-	bool *drop; /* per lframe: allocator entry point or allocprof itself */
+	signed char *drop; /* per lframe: DROP_* */
 	hv_strpool strs; /* every string the view hands out */
 };
+
+/* What a frame is (hv_view.drop): the user's, allocation machinery
+ * (allocator entry points, allocprof, --skip), or the C++ runtime's. The
+ * last two are skipped at the leaf end; a run of C++ runtime frames
+ * inside a stack shows only its outermost frame, the user's call into
+ * the library (share_all;std::make_shared<>;Widget::Widget). */
+enum { DROP_NONE = 0, DROP_ALLOC = 1, DROP_CXX = 2 };
 
 /* Sample-type indices of the chosen view (-1 = absent). */
 struct vtypes {
@@ -206,6 +96,8 @@ struct build {
 	int64_t k_bytes, k_rate; /* string indices of label keys, -1 absent */
 	regex_t focus, ignore;
 	bool has_focus, has_ignore;
+	regex_t skip[HV_MAX_SKIP]; /* --skip, compiled */
+	size_t nskip;
 	hv_keymap *stackmap, *sitemap;
 	size_t capstacks, capsites;
 	double *best; /* per site: bytes of its largest contribution */
@@ -290,6 +182,33 @@ static const char *raw_name(hv_view *v, const ap_profile *p,
 	return pool(v, buf);
 }
 
+/* A function's name as shown: shortened C++ unless --full-names. */
+static const char *display_name(hv_view *v, const char *name)
+{
+	if (v->opt.full_names)
+		return pool(v, name);
+	size_t cap = strlen(name) + 3;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	fn_shorten(name, s, cap);
+	const char *r = pool(v, s);
+	free(s);
+	return r;
+}
+
+/* Whether a frame at the leaf end of a stack is allocation machinery:
+ * an allocator entry point, allocprof, or --skip. */
+static bool skipped(const struct build *b, const char *name)
+{
+	if (hv_is_alloc_frame(name))
+		return true;
+	for (size_t i = 0; i < b->nskip; i++)
+		if (regexec(&b->skip[i], name, 0, NULL, 0) == 0)
+			return true;
+	return false;
+}
+
 static int expand_locations(struct build *b)
 {
 	const ap_profile *p = b->p;
@@ -310,10 +229,11 @@ static int expand_locations(struct build *b)
 		const ap_location *l = &p->locations[i];
 		const ap_mapping *m = l->mapping_id ? ap_profile_mapping(p, l->mapping_id)
 						    : NULL;
-		/* frames in the runtime's own object are allocprof's, whatever
-		 * their names */
-		bool preload = m && strstr(ap_profile_string(p, m->filename),
-					   "liballocprof_preload");
+		/* frames in the runtime's own object are allocprof's, those in
+		 * libstdc++ the C++ runtime's, whatever their names */
+		const char *obj = m ? ap_profile_string(p, m->filename) : "";
+		bool preload = strstr(obj, "liballocprof_preload");
+		bool cxxlib = fn_is_runtime_object(obj);
 		b->runs[i].first = v->nlframes;
 		for (size_t j = 0; j < l->nlines || (j == 0 && !l->nlines); j++) {
 			hv_frame *f = &v->lframes[v->nlframes++];
@@ -323,7 +243,7 @@ static int expand_locations(struct build *b)
 				l->nlines ? ap_profile_function(p, l->lines[j].function_id)
 					  : NULL;
 			if (fn && *ap_profile_string(p, fn->name)) {
-				f->function = pool(v, ap_profile_string(p, fn->name));
+				f->function = display_name(v, ap_profile_string(p, fn->name));
 				f->file = pool(v, ap_profile_string(p, fn->filename));
 				f->line = l->lines[j].line;
 			} else {
@@ -332,7 +252,10 @@ static int expand_locations(struct build *b)
 			f->inlined = j + 1 < l->nlines;
 			if (!f->function || !f->file)
 				return fail(b, AP_ENOMEM, "out of memory");
-			v->drop[v->nlframes - 1] = preload || hv_is_alloc_frame(f->function);
+			v->drop[v->nlframes - 1] =
+				preload || skipped(b, f->function) ? DROP_ALLOC
+				: cxxlib || fn_is_std_frame(f->function) ? DROP_CXX
+									 : DROP_NONE;
 		}
 		b->runs[i].n = v->nlframes - b->runs[i].first;
 	}
@@ -470,11 +393,16 @@ static int sample_frames(struct build *b, const ap_sample *s, size_t *nout)
 			skip++;
 	if (skip == n)
 		skip = 0; /* a stack of allocator frames only: show it as is */
-	if (skip) {
-		memmove(b->fbuf, b->fbuf + skip, (n - skip) * sizeof *b->fbuf);
-		memmove(b->fidx, b->fidx + skip, (n - skip) * sizeof *b->fidx);
+	bool collapse = !b->v->opt.keep_alloc_frames && skip < n;
+	size_t k = 0;
+	for (size_t i = skip; i < n; i++) {
+		if (collapse && i + 1 < n && b->v->drop[b->fidx[i]] == DROP_CXX &&
+		    b->v->drop[b->fidx[i + 1]] == DROP_CXX)
+			continue; /* not the outermost of a C++ runtime run */
+		b->fbuf[k] = b->fbuf[i];
+		b->fidx[k++] = b->fidx[i];
 	}
-	*nout = n - skip;
+	*nout = k;
 	return 0;
 }
 
@@ -684,8 +612,13 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 	}
 	if ((rc = find_types(&b)) ||
 	    (rc = compile(&b, &b.focus, o->focus, "--focus", &b.has_focus)) ||
-	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)) ||
-	    (rc = expand_locations(&b)))
+	    (rc = compile(&b, &b.ignore, o->ignore, "--ignore", &b.has_ignore)))
+		goto done;
+	for (bool has; b.nskip < o->nskip && b.nskip < HV_MAX_SKIP; b.nskip++)
+		if ((rc = compile(&b, &b.skip[b.nskip], o->skip[b.nskip], "--skip",
+				  &has)))
+			goto done;
+	if ((rc = expand_locations(&b)))
 		goto done;
 	if (!(b.stackmap = hv_keymap_new()) || !(b.sitemap = hv_keymap_new())) {
 		rc = fail(&b, AP_ENOMEM, "out of memory");
@@ -712,6 +645,8 @@ done:
 		regfree(&b.focus);
 	if (b.has_ignore)
 		regfree(&b.ignore);
+	for (size_t i = 0; i < b.nskip; i++)
+		regfree(&b.skip[i]);
 	hv_keymap_free(b.stackmap);
 	hv_keymap_free(b.sitemap);
 	free(b.best);
@@ -720,6 +655,7 @@ done:
 	free(b.fidx);
 	free(b.kbuf);
 	v->opt.focus = v->opt.ignore = NULL; /* the caller's strings */
+	v->opt.nskip = 0;
 	if (rc)
 		hv_destroy(v);
 	else

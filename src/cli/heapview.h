@@ -32,9 +32,12 @@
  *
  * Frames: a location expands to its inline frames (innermost first); leading
  * frames of allocator entry points (malloc, calloc, realloc, operator new,
- * ...) and of allocprof itself are dropped, so a site's first frame is the
- * code that asked for memory. Unsymbolized frames are named
- * "file+0xOFFSET" (or "0xADDRESS" without a mapping).
+ * ...), of allocprof itself, of the C++ runtime (namespace std and its
+ * kin, fn_is_std_frame; any frame in libstdc++'s mapping) and of the
+ * user's --skip regexes are dropped, so a site's first frame is the user's
+ * code that asked for memory. C++ names are shortened (fn_shorten) unless
+ * full_names. Unsymbolized frames are named "file+0xOFFSET" (or
+ * "0xADDRESS" without a mapping).
  *
  * All strings returned point into the view and live until hv_destroy().
  * A view is not thread-safe: intervals of sites and stacks are computed on
@@ -63,6 +66,9 @@ typedef enum hv_method {
 	HV_NORMAL = 2  /* HT normal interval */
 } hv_method;
 
+/* At most this many --skip regexes. */
+#define HV_MAX_SKIP 16
+
 typedef struct hv_options {
 	hv_kind view;        /* default HV_INUSE */
 	hv_value value;      /* default HV_REQUESTED */
@@ -73,7 +79,11 @@ typedef struct hv_options {
 	uint64_t size_min;   /* keep samples whose "bytes" label is in */
 	uint64_t size_max;   /*   [size_min, size_max]; default 0..UINT64_MAX */
 	bool symbolize;      /* default true: libdw for unsymbolized mappings */
-	bool keep_alloc_frames; /* default false: drop allocator/allocprof leaf frames */
+	bool keep_alloc_frames; /* default false: drop allocator/allocprof leaf
+	                           frames (--no-skip: true, skip nothing) */
+	bool full_names;     /* default false: C++ names shortened (framename.h) */
+	const char *skip[HV_MAX_SKIP]; /* POSIX ERE (--skip): leaf frames whose */
+	size_t nskip;                  /*   name matches are dropped too */
 } hv_options;
 
 void hv_options_default(hv_options *o);

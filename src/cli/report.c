@@ -70,6 +70,25 @@ static void print_row(FILE *out, const hv_stat *s, double total, const char *lab
 	       where ? where : "");
 }
 
+/*
+ * A stack as read in a table: the site first, then its callers
+ * ("parse <- load <- main"); deep C++ stacks start with the user's frame
+ * and the part cut off by the buffer is the root end. Uses buf.
+ */
+static const char *leaf_first(const hv_site *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	if (s->nstack == 0)
+		return s->name;
+	for (size_t i = 0; i < s->nstack && n + 1 < len; i++) {
+		int k = snprintf(buf + n, len - n, "%s%s", i ? " <- " : "",
+				 s->stack[i].function);
+		n += k > 0 ? (size_t)k : 0;
+	}
+	return buf;
+}
+
 static void print_table(FILE *out, const hv_view *v, const report_options *r)
 {
 	const hv_options *o = hv_view_options(v);
@@ -87,11 +106,14 @@ static void print_table(FILE *out, const hv_view *v, const report_options *r)
 	       "share", "objects", "interval", "samples", "ci", hv_by_name(o->by));
 	for (size_t i = 0; i < shown; i++) {
 		const hv_site *s = hv_site_at(v, i);
-		char where[512] = "";
+		char where[512] = "", chain[4096];
 		if (o->by == HV_BY_FUNCTION && *s->file)
 			snprintf(where, sizeof where, "%s:%lld", s->file,
 				 (long long)s->line);
-		print_row(out, &s->stat, t->bytes, s->name, where);
+		print_row(out, &s->stat, t->bytes,
+			  o->by == HV_BY_STACK ? leaf_first(s, chain, sizeof chain)
+					       : s->name,
+			  o->by == HV_BY_STACK ? NULL : where);
 	}
 	if (shown < n)
 		fprintf(out, "%10s ... %zu more sites (--top 0 shows all)\n", "", n - shown);

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "framename.h"
 #include "keymap.h"
 #include "profmerge.h"
 
@@ -77,33 +78,18 @@ static void strip_rust_hash(char *s)
 }
 
 /*
- * Drop the parameter list (and trailing qualifiers) of a demangled C++
- * name: "ns::f(int) const" -> "ns::f", the way profilers show functions.
- * "(anonymous namespace)" and "operator()" are not parameter lists.
+ * Drop the parameter list (and trailing qualifiers) and the return type
+ * of a demangled C++ name: "ns::f(int) const" -> "ns::f", "void
+ * ns::g<int>(int)" -> "ns::g<int>", the way profilers show functions (and
+ * so that pprof's drop_frames regex sees names without return types);
+ * framename.h knows which brackets are not parameter lists (operator(),
+ * lambdas, "(anonymous namespace)").
  */
 static void strip_params(char *s)
 {
-	int angle = 0;
-	for (char *p = s; *p; p++) {
-		if (*p == '<') {
-			angle++;
-		} else if (*p == '>') {
-			angle -= angle > 0;
-		} else if (*p == '(' && angle == 0) {
-			if (!strncmp(p, "(anonymous namespace)", 21)) {
-				p += 20;
-				continue;
-			}
-			if (p >= s + 8 && !strncmp(p - 8, "operator", 8) && p[1] == ')') {
-				p++;
-				continue;
-			}
-			if (p > s) {
-				*p = 0;
-				return;
-			}
-		}
-	}
+	size_t start, end = fn_params_start(s, &start);
+	s[end] = 0;
+	memmove(s, s + start, end - start + 1);
 }
 
 char *sym_demangle(const char *name)

@@ -413,6 +413,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	map_list maps;
 	memset(&maps, 0, sizeof maps);
 	rc = ap_profile_init_heap(p, (int64_t)in->period);
+	if (rc == 0) /* pprof: bytes on the caller of malloc/operator new */
+		rc = ap_profile_drop_alloc_frames(p);
 	uint64_t now = realtime_now();
 	p->time_nanos = (int64_t)now;
 	p->duration_nanos = now > in->start_realtime_ns
