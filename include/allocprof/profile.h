@@ -51,6 +51,21 @@ extern "C" {
 #define AP_ST_INUSE_OBJECTS_VAR "inuse_objects_var" /* count^2 */
 #define AP_ST_ALLOC_USABLE "alloc_usable_space"     /* bytes: HT of usable size */
 #define AP_ST_INUSE_USABLE "inuse_usable_space"     /* bytes */
+/*
+ * Added for the row rule of allocprof/estimate.h (issue 12); written by the
+ * runtime after the fourteen above (ap_profile_add_row_types). Profiles
+ * without them still read: the row functions then take the effective
+ * sample size to be the sample count.
+ */
+#define AP_ST_ALLOC_EXACT "alloc_exact_samples"      /* count: samples with pi = 1 */
+#define AP_ST_ALLOC_SPACE_VAR2 "alloc_space_var2"    /* ap_var2_encode units */
+#define AP_ST_ALLOC_OBJECTS_VAR2 "alloc_objects_var2" /* ap_var2_encode units */
+#define AP_ST_INUSE_EXACT "inuse_exact_samples"      /* count */
+#define AP_ST_INUSE_SPACE_VAR2 "inuse_space_var2"
+#define AP_ST_INUSE_OBJECTS_VAR2 "inuse_objects_var2"
+/* Unit of the var2 types: sum of squared variance terms, ap_var2_encode'd
+ * with the rate of the line (its "rate" label, else the period). */
+#define AP_UNIT_VAR2 "var2_scaled"
 
 /* Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64. */
 #define AP_COMMENT_HIST_PREFIX "allocprof.hist."
@@ -170,6 +185,13 @@ AP_API int ap_profile_add_sample(ap_profile *p, const uint64_t *locs,
  * 0, AP_EINVAL or AP_ENOMEM.
  */
 AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
+/*
+ * Append the six row types (AP_ST_ALLOC_EXACT .. AP_ST_INUSE_OBJECTS_VAR2,
+ * in that order) to a heap profile made by ap_profile_init_heap before any
+ * sample is added. 0, AP_EINVAL (no samples types yet, samples present, or
+ * already there) or AP_ENOMEM.
+ */
+AP_API int ap_profile_add_row_types(ap_profile *p);
 /*
  * One-line reason for the last failed builder call on p ("location 7
  * references unknown mapping 3"); "" when none failed. Never NULL.

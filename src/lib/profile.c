@@ -490,6 +490,27 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 	return 0;
 }
 
+int ap_profile_add_row_types(ap_profile *p)
+{
+	static const char *const types[][2] = {
+		{ AP_ST_ALLOC_EXACT, "count" },
+		{ AP_ST_ALLOC_SPACE_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_ALLOC_OBJECTS_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_INUSE_EXACT, "count" },
+		{ AP_ST_INUSE_SPACE_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_INUSE_OBJECTS_VAR2, AP_UNIT_VAR2 },
+	};
+	if (!p || !p->nsample_types || p->nsamples ||
+	    ap_profile_find_sample_type(p, AP_ST_ALLOC_EXACT) >= 0)
+		return AP_EINVAL;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		int rc = ap_profile_add_sample_type(p, types[i][0], types[i][1]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * Reference checks shared by the builders (reason into the profile's error
  * buffer) and ap_profile_validate (reason into the caller's): each returns

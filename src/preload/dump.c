@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "allocprof/codec.h"
+#include "allocprof/estimate.h"
 #include "config.h"
 #include "log.h"
 #include "unwinder.h"
@@ -228,34 +229,65 @@ static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
 
 /* ---- samples --------------------------------------------------------------- */
 
-static int64_t rnd(double x)
+/*
+ * Values are written rounded without bias (ap_round_unbiased): llround
+ * turns a weight in (1, 2) into 1 and a small variance into 0, which
+ * over many lines biases sums and makes rows look exact. The coin of a
+ * (line, column) comes from the line's identity (its return addresses,
+ * size and rate, stable across the dumps of one process) and the column.
+ * Negatives are float residue of add-then-subtract and NaN is nothing:
+ * both are written 0.
+ */
+static int64_t rnd(double x, uint64_t key, uint32_t column)
 {
-	if (!(x > 0.5)) /* negatives are float residue of add-then-subtract; NaN */
+	if (!(x > 0))
 		return 0;
-	if (x >= 9.2e18)
-		return INT64_MAX;
-	return (int64_t)llround(x);
+	return ap_round_unbiased(x, key ^ ap_round_key(NULL, 0, column));
 }
 
-/* The 14 values in ap_profile_init_heap's order. */
-static void site_values(const site_snap *s, int64_t v[14])
+/* Identity of a site's line for the rounding coin. */
+static uint64_t line_key(const site_snap *s)
+{
+	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+		       "return addresses hash as 64-bit ids");
+	uint64_t h = ap_round_key((const uint64_t *)s->stk->pcs, s->stk->depth,
+				  0);
+	uint64_t sr[2] = {s->size, s->rate};
+	return h ^ ap_round_key(sr, 2, 1);
+}
+
+/*
+ * The DUMP_NVALUES values: ap_profile_init_heap's fourteen, then
+ * ap_profile_add_row_types' six (var2 sums stored in ap_var2_encode
+ * units of the line's rate).
+ */
+#define DUMP_NVALUES 20
+static void site_values(const site_snap *s, int64_t v[DUMP_NVALUES])
 {
 	const site_counts *a = &s->alloc, *u = &s->inuse;
 	bool live = u->samples > 0;
-	v[0] = rnd(a->objects);
-	v[1] = rnd(a->space);
-	v[2] = live ? rnd(u->objects) : 0;
-	v[3] = live ? rnd(u->space) : 0;
+	uint64_t k = line_key(s);
+	double r = (double)s->rate;
+	v[0] = rnd(a->objects, k, 0);
+	v[1] = rnd(a->space, k, 1);
+	v[2] = live ? rnd(u->objects, k, 2) : 0;
+	v[3] = live ? rnd(u->space, k, 3) : 0;
 	v[4] = (int64_t)a->samples;
-	v[5] = rnd(a->u);
-	v[6] = rnd(a->space_var);
-	v[7] = rnd(a->objects_var);
+	v[5] = rnd(a->u, k, 5);
+	v[6] = rnd(a->space_var, k, 6);
+	v[7] = rnd(a->objects_var, k, 7);
 	v[8] = (int64_t)u->samples;
-	v[9] = live ? rnd(u->u) : 0;
-	v[10] = live ? rnd(u->space_var) : 0;
-	v[11] = live ? rnd(u->objects_var) : 0;
-	v[12] = rnd(a->usable);
-	v[13] = live ? rnd(u->usable) : 0;
+	v[9] = live ? rnd(u->u, k, 9) : 0;
+	v[10] = live ? rnd(u->space_var, k, 10) : 0;
+	v[11] = live ? rnd(u->objects_var, k, 11) : 0;
+	v[12] = rnd(a->usable, k, 12);
+	v[13] = live ? rnd(u->usable, k, 13) : 0;
+	v[14] = (int64_t)a->exact;
+	v[15] = rnd(ap_var2_encode(a->space_var2, r), k, 15);
+	v[16] = rnd(ap_var2_encode(a->objects_var2, r), k, 16);
+	v[17] = live ? (int64_t)u->exact : 0;
+	v[18] = live ? rnd(ap_var2_encode(u->space_var2, r), k, 18) : 0;
+	v[19] = live ? rnd(ap_var2_encode(u->objects_var2, r), k, 19) : 0;
 }
 
 static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps)
@@ -275,7 +307,8 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 	/* Oldest site first: the table lists them newest first. */
 	for (size_t k = n; rc == 0 && k-- > 0;) {
 		const site_snap *s = &sites[k];
-		if (s->alloc.samples == 0)
+		/* a fork child's inherited sites have only in-use samples */
+		if (s->alloc.samples == 0 && s->inuse.samples == 0)
 			continue;
 		size_t depth = s->stk->depth < UNWIND_DEPTH_MAX ? s->stk->depth
 								   : UNWIND_DEPTH_MAX;
@@ -284,7 +317,7 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 				    &locs[i]);
 		if (rc != 0)
 			break;
-		int64_t vals[14];
+		int64_t vals[DUMP_NVALUES];
 		site_values(s, vals);
 		ap_label labels[2];
 		size_t nl = 1;
@@ -354,6 +387,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	map_list maps;
 	memset(&maps, 0, sizeof maps);
 	rc = ap_profile_init_heap(p, (int64_t)in->period);
+	if (rc == 0)
+		rc = ap_profile_add_row_types(p);
 	uint64_t now = realtime_now();
 	p->time_nanos = (int64_t)now;
 	p->duration_nanos = now > in->start_realtime_ns

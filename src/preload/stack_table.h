@@ -23,6 +23,9 @@
  *   objects_var += (1-pi)/pi^2 = w^2 - w
  *   space_var   += (w^2 - w) * size^2                   (HT variance estimate)
  *   usable   += w * malloc_usable_size
+ *   exact += [pi = 1]   objects_var2 += (w^2 - w)^2   space_var2 += ((w^2 - w) size^2)^2
+ * (the last three feed the effective-sample-size rule of estimate.h's
+ * ap_row_* intervals; ap_sample_terms_of gives all the terms).
  *
  * One mutex guards the table: only sampled allocations and frees of sampled
  * pointers come here, and the unwinding they already did costs far more.
@@ -51,7 +54,8 @@ typedef struct stack {
 
 typedef struct site_counts {
 	double objects, space, u, space_var, objects_var, usable;
-	uint64_t samples;
+	double space_var2, objects_var2;
+	uint64_t samples, exact;
 } site_counts;
 
 typedef struct site {
@@ -121,6 +125,16 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot);
 /* Current totals only (cheap). */
 void table_totals_get(stack_table *t, table_totals *tot);
+
+/*
+ * Forget every allocation recorded so far in the alloc view (its site
+ * counters, the alloc totals and the allocation-size histogram; in-use
+ * and the lifetime histogram stay): a fork
+ * child's profile then holds only what the child allocated, so the merge
+ * of parent and children counts each allocation once. Called in the child
+ * only, single-threaded.
+ */
+void table_reset_alloc(stack_table *t);
 
 /* Fork handlers. */
 void table_lock(stack_table *t);
