@@ -5,7 +5,8 @@
  * deriving them approximately for profiles that lack them, e.g. Go's),
  * expands locations into frames, drops allocator/allocprof leaf frames,
  * applies the filters, aggregates per stack, then per site, and finishes
- * the confidence intervals (estimate.h; [R4] for NB, [R1] for HT).
+ * the confidence intervals (estimate.h's row rule; [R4] for NB, [R1] for
+ * HT).
  * Loading files is profload.c's, merging profmerge.c's.
  */
 #define _GNU_SOURCE
@@ -42,10 +43,7 @@ const char *hv_by_name(hv_by b)
 	return b == HV_BY_LINE ? "line" : b == HV_BY_STACK ? "stack" : "function";
 }
 
-const char *hv_method_name(hv_method m)
-{
-	return m == HV_NB ? "nb" : m == HV_NORMAL ? "normal" : "exact";
-}
+const char *hv_method_name(ap_ci_method m) { return ap_ci_method_name(m); }
 
 /* ---- statistics ------------------------------------------------------ */
 
@@ -72,69 +70,67 @@ void hv_stat_add(hv_stat *into, const hv_stat *from)
 	into->objects += from->objects;
 	into->var_bytes += from->var_bytes;
 	into->var_objects += from->var_objects;
+	into->var2_bytes += from->var2_bytes;
+	into->var2_objects += from->var2_objects;
 	into->samples += from->samples;
+	into->exact_samples += from->exact_samples;
 	into->u += from->u;
+	into->rate_max = fmax(into->rate_max, from->rate_max);
+	/* every stat of a view carries the view's size floor */
+	if (from->z_min > into->z_min)
+		into->z_min = from->z_min;
 	into->rates_overflow |= from->rates_overflow;
 	for (size_t i = 0; i < from->nrates; i++)
 		hv_stat_add_group(into, from->rates[i].rate, from->rates[i].samples,
 			       from->rates[i].u);
 }
 
-static bool all_exact(const hv_stat *s)
+void hv_stat_row(const hv_stat *s, ap_row *row, double *scale)
 {
-	for (size_t i = 0; i < s->nrates; i++)
-		if (s->rates[i].rate > 1.0)
-			return false;
-	return !s->rates_overflow;
+	double req = s->req_bytes > 0 ? s->req_bytes : s->bytes;
+	/* The row is in requested bytes (NB bounds count trial bytes); a
+	 * usable-size view scales the bounds by usable/requested. */
+	double k = req > 0 ? s->bytes / req : 1.0;
+	memset(row, 0, sizeof *row);
+	row->samples = s->samples;
+	row->exact_samples = s->exact_samples;
+	row->u = 0;
+	row->bytes = req;
+	row->var_bytes = s->var_bytes / (k * k);
+	row->var2_bytes = s->var2_bytes / (k * k * k * k);
+	row->objects = s->objects;
+	row->var_objects = s->var_objects;
+	row->var2_objects = s->var2_objects;
+	bool one = s->nrates == 1 && !s->rates_overflow;
+	row->rate = one ? s->rates[0].rate : 0;
+	row->u = one ? s->rates[0].u : s->u;
+	row->rate_max = s->rate_max > 0 ? s->rate_max : row->rate;
+	row->z_min = s->z_min;
+	*scale = k;
 }
 
 void hv_stat_finish(hv_stat *s, double level)
 {
+	ap_row row;
+	double k;
 	ap_interval iv;
-	if (s->samples == 0 || all_exact(s)) {
-		/* No sampling error (rate 1), or nothing sampled: the site is
-		 * what it is; with no samples there is nothing to widen. */
-		s->bytes_lo = s->bytes_hi = s->bytes;
-		s->objects_lo = s->objects_hi = s->objects;
-		s->method = HV_EXACT;
-		return;
-	}
-	double req = s->req_bytes > 0 ? s->req_bytes : s->bytes;
-	/* NB bounds count trial bytes (requested sizes); a usable-size view
-	 * scales them by the site's usable/requested ratio. */
-	double scale = req > 0 ? s->bytes / req : 1.0;
-	bool used_nb = false;
-	int rc;
-	if (s->samples < AP_NB_MAX_SAMPLES && !s->rates_overflow && s->nrates > 1) {
-		rc = ap_nb_interval_groups(s->rates, s->nrates, level, true, true,
-					   &iv);
-		used_nb = rc == 0;
-		if (rc == 0) {
-			iv.lo = fmin(iv.lo, req);
-			iv.hi = fmax(iv.hi, req);
-		}
-	} else if (s->nrates == 1 && !s->rates_overflow) {
-		rc = ap_bytes_interval(s->samples, s->rates[0].u, s->rates[0].rate,
-				       req, s->var_bytes / (scale * scale),
-				       level, &iv, &used_nb);
-	} else {
-		rc = ap_ht_interval(req, s->var_bytes / (scale * scale), level,
-				    &iv);
-	}
-	if (rc) {
+	ap_ci_method m = AP_CI_NONE;
+	hv_stat_row(s, &row, &k);
+	if (ap_row_bytes_interval(&row, level, &iv, &m)) {
 		s->bytes_lo = s->bytes_hi = (double)NAN;
 	} else {
-		s->bytes_lo = iv.lo * scale;
-		s->bytes_hi = iv.hi * scale;
+		s->bytes_lo = iv.lo * k;
+		s->bytes_hi = iv.hi * k;
 	}
-	s->method = used_nb ? HV_NB : HV_NORMAL;
-	if (ap_objects_interval(s->samples, s->objects, s->var_objects, level,
-				&iv)) {
+	s->method = m;
+	m = AP_CI_NONE;
+	if (ap_row_objects_interval(&row, level, &iv, &m)) {
 		s->objects_lo = s->objects_hi = (double)NAN;
 	} else {
 		s->objects_lo = iv.lo;
 		s->objects_hi = iv.hi;
 	}
+	s->obj_method = m;
 }
 
 /* ---- frames ---------------------------------------------------------- */
@@ -181,6 +177,7 @@ struct frame_run {
 struct hv_view {
 	hv_options opt;
 	double rate;
+	double rate_max; /* coarsest rate seen (ap_coarsest_rate) */
 	bool mixed, approx;
 	hv_stat total;
 	hv_site *stacks, *sites;
@@ -196,6 +193,7 @@ struct hv_view {
 /* Sample-type indices of the chosen view (-1 = absent). */
 struct vtypes {
 	int bytes, objects, req, samples, u, var_b, var_o;
+	int exact, var2_b, var2_o; /* the row types; -1 in older profiles */
 };
 
 struct build {
@@ -257,6 +255,12 @@ static int find_types(struct build *b)
 		p, alloc ? AP_ST_ALLOC_SPACE_VAR : AP_ST_INUSE_SPACE_VAR);
 	t->var_o = ap_profile_find_sample_type(
 		p, alloc ? AP_ST_ALLOC_OBJECTS_VAR : AP_ST_INUSE_OBJECTS_VAR);
+	t->exact = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_EXACT : AP_ST_INUSE_EXACT);
+	t->var2_b = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_SPACE_VAR2 : AP_ST_INUSE_SPACE_VAR2);
+	t->var2_o = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_OBJECTS_VAR2 : AP_ST_INUSE_OBJECTS_VAR2);
 	if (t->req < 0 || t->objects < 0)
 		return fail(b, AP_EINVAL,
 			    "not a heap profile with %s view (no %s and %s sample types)",
@@ -404,6 +408,17 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 		u = (double)s->values[t->u];
 		st->var_bytes = (double)s->values[t->var_b] * ratio * ratio;
 		st->var_objects = (double)s->values[t->var_o];
+		if (t->var2_b >= 0 && t->var2_o >= 0) {
+			double r4 = ratio * ratio * ratio * ratio;
+			st->var2_bytes = ap_var2_decode(
+				(double)s->values[t->var2_b], rate) * r4;
+			st->var2_objects = ap_var2_decode(
+				(double)s->values[t->var2_o], rate);
+		}
+		if (t->exact >= 0 && s->values[t->exact] > 0)
+			st->exact_samples = (uint64_t)s->values[t->exact];
+		else if (t->exact < 0 && rate <= 1)
+			st->exact_samples = ns; /* older profile at rate 1 */
 	} else {
 		/* Go-style profile: values are count/pi-scaled; undo to recover
 		 * the sample count (pi with jemalloc/Go's exp form). */
@@ -418,8 +433,19 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 		u = sm * expected_u(z, rate);
 		st->var_bytes = objs * (1 - pi) * z * z / pi * ratio * ratio;
 		st->var_objects = objs * (1 - pi) / pi;
+		/* sm samples, each with the terms vo = (1 - pi) / pi^2 and
+		 * vo z^2: their squares summed */
+		double vo = (1 - pi) / (pi * pi), vb = vo * z * z * ratio * ratio;
+		st->var2_objects = sm * vo * vo;
+		st->var2_bytes = sm * vb * vb;
+		if (pi >= 1)
+			st->exact_samples = ns;
 	}
 	st->samples = ns;
+	st->rate_max = rate;
+	st->z_min = b->v->opt.size_min;
+	if (rate > b->v->rate_max)
+		b->v->rate_max = rate;
 	st->u = u;
 	hv_stat_add_group(st, rate, ns, u);
 	if (b->first_rate == 0)
@@ -701,6 +727,9 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 		rc = fail(&b, AP_ENOMEM, "out of memory");
 		goto done;
 	}
+	/* a total without samples takes the bound of the coarsest rate */
+	v->total.rate_max = hv_coarsest_rate(v);
+	v->total.z_min = o->size_min;
 	hv_stat_finish(&v->total, o->level);
 	if (v->nsites)
 		qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
@@ -773,6 +802,10 @@ const hv_site *hv_stack_at(const hv_view *v, size_t i)
 }
 double hv_rate(const hv_view *v) { return v->rate; }
 bool hv_mixed_rates(const hv_view *v) { return v->mixed; }
+double hv_coarsest_rate(const hv_view *v)
+{
+	return v->rate_max > v->rate ? v->rate_max : v->rate;
+}
 bool hv_view_approximate(const hv_view *v) { return v->approx; }
 const hv_options *hv_view_options(const hv_view *v) { return &v->opt; }
 
