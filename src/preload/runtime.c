@@ -324,6 +324,23 @@ static void option_error(void *ctx, const char *msg)
 
 /* ---- fork ---------------------------------------------------------------- */
 
+/*
+ * Seed t's sampler for thread stream idx and draw a fresh gap. seed 0:
+ * from the OS (ap_prng_seed), never from shared state. A fixed seed: the
+ * stream of ap_prng_seed_stream (distinct, reproducible per thread; a
+ * fork child salts it with its pid so siblings doing the same work are
+ * not sampled alike, docs/STATISTICS.md "fork").
+ */
+static void thread_seed(rt_thread *t, uint64_t idx)
+{
+	if (rt.seed_base)
+		(void)ap_prng_seed_stream(&t->sampler.prng, rt.seed_base,
+					  rt.stream_salt ^ idx);
+	else
+		(void)ap_prng_seed(&t->sampler.prng, 0);
+	ap_sampler_redraw(&t->sampler);
+}
+
 static void fork_prepare(void)
 {
 	rt_tls.guard++;
@@ -361,6 +378,19 @@ static void fork_child(void)
 		rt_tls.sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 	} else {
 		rt.forked_child = true;
+		/*
+		 * Issue 12, fork: the child must not sample like its
+		 * siblings (same PRNG state and gap: identical work sampled
+		 * identically, merged variance K^2 V instead of K V), nor
+		 * report the parent's allocations again (the parent's
+		 * profile has them). Reseed the one thread a child has and
+		 * start its alloc view empty; in-use keeps the inherited
+		 * blocks, which are live in the child too.
+		 */
+		rt.stream_salt = (uint64_t)getpid() << 32;
+		if (rt_tls.ready)
+			thread_seed(&rt_tls, rt_tls.idx);
+		table_reset_alloc(&rt.table);
 		dumper_atfork_child();
 	}
 	rt_tls.guard--;
@@ -481,12 +511,12 @@ static void thread_init(rt_thread *t)
 	ap_sampler_config_default(&c);
 	c.rate = rt.opt.rate;
 	uint64_t idx = atomic_fetch_add(&rt.nthreads, 1) + 1;
-	/* Fixed seed: thread k gets a distinct, reproducible stream. */
-	c.seed = rt.seed_base ? rt.seed_base + idx * 0x9E3779B97F4A7C15ULL : 0;
-	if (c.seed == 0 && rt.seed_base)
-		c.seed = 1;
+	c.seed = rt.seed_base;
+	t->idx = idx;
 	if (ap_sampler_init(&t->sampler, &c) != 0)
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
+	else
+		thread_seed(t, idx);
 	t->ready = true;
 }
 

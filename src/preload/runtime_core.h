@@ -45,6 +45,7 @@ typedef struct rt_thread {
 	ap_sampler sampler;
 	int guard;          /* >0: inside the runtime; allocations pass through */
 	bool ready;         /* sampler initialised for this thread */
+	uint64_t idx;       /* 1-based thread number: its seed stream */
 } rt_thread;
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
@@ -55,6 +56,7 @@ typedef struct runtime {
 	arena a;
 	stack_table table;
 	uint64_t seed_base;     /* per-thread seeds derive from it (seed != 0) */
+	uint64_t stream_salt;   /* 0; in a fork child pid << 32: its own streams */
 	atomic_uint_fast64_t nthreads;
 	uint64_t start_realtime_ns;
 	long pid;               /* pid the runtime last (re)started in */
