@@ -67,6 +67,12 @@ extern "C" {
  * with the rate of the line (its "rate" label, else the period). */
 #define AP_UNIT_VAR2 "var2_scaled"
 
+/*
+ * Comment carrying the identity of the process a dump came from
+ * (ap_profile_set_process): "allocprof.process=pid=P;start=NS;boot=ID;seq=N".
+ */
+#define AP_COMMENT_PROCESS_PREFIX "allocprof.process="
+
 /* Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64. */
 #define AP_COMMENT_HIST_PREFIX "allocprof.hist."
 
@@ -192,6 +198,28 @@ AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
  * already there) or AP_ENOMEM.
  */
 AP_API int ap_profile_add_row_types(ap_profile *p);
+/*
+ * Who wrote a profile: the process (pid, start time in ns since the epoch,
+ * the kernel's boot id, which together name one process for good) and
+ * the dump's sequence number within it. Interval and peak dumps are
+ * cumulative, so several dumps of one process must not be added up; tools
+ * keep the latest (highest seq) of each process.
+ */
+typedef struct ap_process_id {
+	int64_t pid;
+	uint64_t start_ns;
+	char boot_id[40]; /* "" unknown; else up to 36 characters, no ';' */
+	uint64_t seq;
+} ap_process_id;
+/* Add the identity as an AP_COMMENT_PROCESS_PREFIX comment. AP_EINVAL for
+ * a boot id with ';' or '=' or longer than 39 characters; AP_ENOMEM. */
+AP_API int ap_profile_set_process(ap_profile *p, const ap_process_id *id);
+/* Read it back: 0, AP_ENOTFOUND (no such comment) or AP_ECORRUPT (one
+ * that does not parse). Two ids name the same process when pid, start_ns
+ * and boot_id agree (ap_process_same). */
+AP_API int ap_profile_get_process(const ap_profile *p, ap_process_id *id);
+AP_API bool ap_process_same(const ap_process_id *a, const ap_process_id *b);
+
 /*
  * One-line reason for the last failed builder call on p ("location 7
  * references unknown mapping 3"); "" when none failed. Never NULL.

@@ -77,6 +77,7 @@ struct merger {
 	size_t nhists;
 	size_t nvals;
 	int64_t k_rate, u_bytes;
+	size_t nin; /* inputs: more than one means no single process */
 	struct kb k;
 	char *err;
 	size_t errlen;
@@ -474,6 +475,10 @@ static int merge_one(struct merger *m, const ap_profile *in, size_t which)
 		rc = 0;
 		if (hv_keymap_get(m->comments, c, strlen(c)) != SIZE_MAX)
 			continue;
+		/* a merge of several dumps is no one process's dump */
+		if (m->nin > 1 && !strncmp(c, AP_COMMENT_PROCESS_PREFIX,
+					   strlen(AP_COMMENT_PROCESS_PREFIX)))
+			continue;
 		rc = hv_keymap_put(m->comments, c, strlen(c), i);
 		if (!rc)
 			rc = ap_profile_add_comment(m->out, c);
@@ -503,7 +508,7 @@ int hv_profile_merge(ap_profile *const *in, size_t n, ap_profile **out,
 int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 			ap_profile **out, char *err, size_t errlen)
 {
-	struct merger m = {.err = err, .errlen = errlen, .rw = rw};
+	struct merger m = {.err = err, .errlen = errlen, .rw = rw, .nin = n};
 	int rc;
 	*out = NULL;
 	if (n == 0) {

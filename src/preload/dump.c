@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <math.h>
 #include <stdio.h>
@@ -378,6 +379,39 @@ static uint64_t realtime_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Who is dumping (allocprof/profile.h, ap_process_id): pid, the profile's
+ * start, the kernel's boot id and this process's dump number, so that
+ * tools keep only the latest of several cumulative dumps of one process.
+ * The counter is the process's (a fork child continues its parent's
+ * count, but has its own pid).
+ */
+static _Atomic uint64_t dump_count;
+
+static void boot_id(char *buf, size_t n)
+{
+	buf[0] = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	size_t len = r > 0 ? (size_t)r : 0;
+	buf[len] = 0;
+	buf[strcspn(buf, "\n;=")] = 0;
+}
+
+static int add_process(ap_profile *p, const dump_input *in)
+{
+	ap_process_id id;
+	memset(&id, 0, sizeof id);
+	id.pid = (int64_t)getpid();
+	id.start_ns = in->start_realtime_ns;
+	boot_id(id.boot_id, sizeof id.boot_id);
+	id.seq = atomic_fetch_add(&dump_count, 1) + 1;
+	return ap_profile_set_process(p, &id);
+}
+
 int dump_build_profile(const dump_input *in, ap_profile **out)
 {
 	ap_profile *p = NULL;
@@ -397,6 +431,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_mappings(p, in->a, &maps);
 	if (rc == 0)
 		rc = add_samples(p, in, in->with_mappings ? &maps : NULL);
+	if (rc == 0)
+		rc = add_process(p, in);
 	if (rc == 0)
 		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)
