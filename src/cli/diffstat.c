@@ -226,3 +226,44 @@ void vu_join_free(vu_join *j)
 	j->rows = NULL;
 	j->nrows = 0;
 }
+
+/* One delta row: the site's (finished) statistic is the change. */
+static void delta_row(const hv_view *vd, vu_row *row, const hv_stat *st)
+{
+	memset(&row->base, 0, sizeof row->base);
+	row->base.rate_max = hv_coarsest_rate(vd);
+	row->nw = *st;
+	row->new_present = st->samples > 0;
+	hv_stat f = *st;
+	hv_stat_finish(&f, hv_view_options(vd)->level);
+	row->d = (vu_diff){.change = f.bytes, .lo = f.bytes_lo, .hi = f.bytes_hi,
+			   .p = f.samples ? 0 : 1, .method = AP_DIFF_EXACT};
+	row->d.q = row->d.p;
+	row->d.significant = f.samples > 0;
+}
+
+int vu_join_delta(const hv_view *const *vd_slot, double level, double fdr,
+		  vu_join *j)
+{
+	const hv_view *vd = *vd_slot;
+	memset(j, 0, sizeof *j);
+	j->vb = j->vn = vd_slot;
+	j->nb = j->nn = 1;
+	j->level = level;
+	j->fdr = fdr;
+	j->delta = true;
+	size_t n = hv_nsites(vd);
+	j->rows = calloc(n + 1, sizeof *j->rows);
+	if (!j->rows)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const hv_site *s = hv_site_at(vd, i);
+		j->rows[i].name = s->name;
+		j->rows[i].site = s;
+		delta_row(vd, &j->rows[i], &s->stat);
+	}
+	j->nrows = n;
+	j->total.name = "total";
+	delta_row(vd, &j->total, hv_total(vd));
+	return 0;
+}

@@ -51,6 +51,7 @@ typedef struct vu_join {
 	const hv_view *const *vb, *const *vn;
 	size_t nb, nn;  /* runs per side */
 	double level, fdr;
+	bool delta;     /* vu_join_delta */
 	vu_row *rows;   /* by the size of the change, largest first */
 	size_t nrows;
 	vu_row total;   /* the change of the totals (outside the q family) */
@@ -68,6 +69,17 @@ int vu_join_views(const hv_view *const *vb, size_t nb,
 		  const hv_view *const *vn, size_t nn, double level,
 		  double fdr, vu_join *out);
 void vu_join_free(vu_join *j);
+
+/*
+ * The join of a delta view vd (NEW - BASE of two dumps of one process,
+ * hv_profile_subtract; alloc view): each site's change is its delta
+ * estimate with the delta row's own interval (only what was allocated in
+ * between), p = 0 when a sample fell in between (something certainly was
+ * allocated), else 1; q-values as for vu_join_views. *vd_slot must
+ * outlive the join (it holds vd for vb and vn). 0 or -1 out of memory.
+ */
+int vu_join_delta(const hv_view *const *vd_slot, double level, double fdr,
+		  vu_join *out);
 
 /* A side's display statistic: the sums over its m runs divided by m (the
  * mean run; intervals of the mean run's sampling noise). */

@@ -40,6 +40,28 @@ last2=$(ls "$TMP"/2/p.*.pb.gz | sort -t. -k3,3n | tail -1)
 cmp -s "$TMP/want2" "$TMP/got2" || fail "two processes: $(cat "$TMP/got2") vs $(cat "$TMP/want2")"
 grep -q "each of 2 processes" "$TMP/err" || fail "two processes: $(cat "$TMP/err")"
 
+# diff between two dumps of one process: the exact delta. The change is
+# the later total minus the earlier (the shared samples cancel line by
+# line), its samples only those in between, its interval that of the
+# delta row; an in-use comparison is refused (shared, not independent).
+first=$(ls "$TMP"/1/p.*.pb.gz | sort -t. -k3,3n | head -1)
+"$CLI" report --alloc --json "$first" > "$TMP/f.json"
+"$CLI" report --alloc --json "$last" > "$TMP/l.json"
+"$CLI" diff --alloc --json "$first" "$last" > "$TMP/d.json" || fail "diff of two dumps failed"
+python3 - "$TMP/f.json" "$TMP/l.json" "$TMP/d.json" <<'PY' || fail "diff of two dumps is not their exact delta"
+import json, sys
+f, l, d = (json.load(open(x)) for x in sys.argv[1:4])
+t = d["total"]
+assert d["delta"] is True and t["method"] == "delta", d
+assert t["change"] == l["total"]["bytes"] - f["total"]["bytes"], (t, f["total"], l["total"])
+assert t["new"]["samples"] == l["total"]["samples"] - f["total"]["samples"], t
+assert t["change_lo"] <= t["change"] <= t["change_hi"], t
+# the interval is that of the samples in between, narrower than the later dump's own
+assert t["change_hi"] - t["change_lo"] < l["total"]["bytes_hi"] - l["total"]["bytes_lo"], (t, l["total"])
+PY
+rc=0; "$CLI" diff --inuse "$first" "$last" 2> "$TMP/err" || rc=$?
+[ $rc = 1 ] && grep -q "dumps of one process" "$TMP/err" || fail "in-use diff of two dumps not refused"
+
 # the identity is in the profile, as a comment
 "$CLI" convert --to json "$last" 2>/dev/null | grep -q 'allocprof.process=pid=[0-9]*;start=[0-9]*;boot=[-0-9a-f]*;seq=[0-9]*' ||
 	fail "no process identity in the dump"
