@@ -621,9 +621,9 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 				kept = set_insert(&rt_set, p, &rec) == 0;
 			}
 			if (!kept) {
-				/* Untrackable: take it back out of the in-use view. */
-				rec.t_ns = UINT64_MAX;
-				table_record_free(&rt.table, &rec, 0);
+				/* Untrackable (its free would go unseen): out
+				 * of both views, alloc and in-use alike. */
+				table_record_drop(&rt.table, &rec);
 			} else {
 				dumper_after_sample(&after);
 				http_runtime_after_sample();

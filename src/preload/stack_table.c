@@ -276,6 +276,24 @@ void table_totals_get(stack_table *t, table_totals *tot)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void table_record_drop(stack_table *t, const sample_rec *rec)
+{
+	site *s = rec->site;
+	if (!s)
+		return;
+	pthread_mutex_lock(&t->lock);
+	apply(&s->alloc, -1.0, rec->weight, rec->size, rec->u, rec->usable);
+	apply(&s->inuse, -1.0, rec->weight, rec->size, rec->u, rec->usable);
+	double b = rec->weight * (double)rec->size;
+	t->tot.alloc_space -= b;
+	t->tot.alloc_objects -= rec->weight;
+	t->tot.inuse_space -= b;
+	t->tot.inuse_objects -= rec->weight;
+	if (t->tot.samples > 0)
+		t->tot.samples--;
+	pthread_mutex_unlock(&t->lock);
+}
+
 void table_reset_alloc(stack_table *t)
 {
 	pthread_mutex_lock(&t->lock);

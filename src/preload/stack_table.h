@@ -115,6 +115,14 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 		       uint64_t rate, const ap_sample_info *info,
 		       uint64_t usable, sample_rec *rec, table_totals *after);
 
+/*
+ * Take back a recorded sample the runtime could not keep track of (its
+ * free would never be seen): out of both views, alloc and in-use, so the
+ * two stay consistent (docs/STATISTICS.md section 7). Only the lock-free
+ * size histogram keeps it.
+ */
+void table_record_drop(stack_table *t, const sample_rec *rec);
+
 /* Take a freed sampled allocation out of the inuse view (now_ns: free time). */
 void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 
