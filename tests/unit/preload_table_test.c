@@ -153,16 +153,27 @@ AP_TEST(many_stacks_survive_table_growth)
 	AP_CHECK_NEAR(tot.alloc_space, 5001.0 * 64, 0, 0);
 }
 
+/* Two samples of 300 bytes (usable 320, u 177) at rate 777 on stack_b. */
+static int two_samples(stack_table *t, arena *a, ap_sample_info *in,
+		       sample_rec *r1, sample_rec *r2)
+{
+	arena_init(a);
+	*in = info_for(300, 123, 777);
+	int rc = table_init(t, a);
+	if (!rc)
+		rc = table_record_alloc(t, stack_b, 1, 777, in, 320, r1, NULL);
+	if (!rc)
+		rc = table_record_alloc(t, stack_b, 1, 777, in, 320, r2, NULL);
+	return rc;
+}
+
 AP_TEST(freeing_subtracts_exactly_what_allocating_added)
 {
 	arena a;
-	arena_init(&a);
 	stack_table t;
-	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
-	ap_sample_info in = info_for(300, 123, 777);
+	ap_sample_info in;
 	sample_rec r1, r2;
-	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r1, NULL);
-	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r2, NULL);
+	AP_CHECK_EQ_INT(two_samples(&t, &a, &in, &r1, &r2), 0);
 	r1.t_ns = 1000;
 	table_record_free(&t, &r1, 5000);
 	const site *s = r1.site;
@@ -195,13 +206,10 @@ AP_TEST(freeing_subtracts_exactly_what_allocating_added)
 AP_TEST(untracked_samples_leave_both_views_and_fork_resets_alloc)
 {
 	arena a;
-	arena_init(&a);
 	stack_table t;
-	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
-	ap_sample_info in = info_for(300, 123, 777);
+	ap_sample_info in;
 	sample_rec r1, r2;
-	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r1, NULL);
-	table_record_alloc(&t, stack_b, 1, 777, &in, 320, &r2, NULL);
+	AP_CHECK_EQ_INT(two_samples(&t, &a, &in, &r1, &r2), 0);
 	table_record_drop(&t, &r2);
 	const site *s = r1.site;
 	double w = in.weight;
