@@ -72,6 +72,13 @@ typedef struct runtime {
 #define RT_HIDDEN __attribute__((visibility("hidden")))
 extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
+
+/*
+ * The usable size the underlying allocator gives a request of size bytes
+ * (asked of it once per size, memoised; usable_memo.c). Call only inside
+ * the runtime (guard held): it allocates through rt_real.
+ */
+uint64_t rt_underlying_usable(uint64_t size);
 extern RT_HIDDEN sampled_set rt_set;
 /*
  * The free() fast path's one test (design 2, region.h):
