@@ -391,6 +391,12 @@ static void fork_child(void)
 		if (rt_tls.ready)
 			thread_seed(&rt_tls, rt_tls.idx);
 		table_reset_alloc(&rt.table);
+		/* the child's profile window (and its identity's start
+		 * time) begins at the fork */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rt.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL +
+				       (uint64_t)ts.tv_nsec;
 		dumper_atfork_child();
 	}
 	rt_tls.guard--;
