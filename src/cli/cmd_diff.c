@@ -24,10 +24,7 @@
 #include "json.h"
 #include "cmdopts.h"
 #include "diffstat.h"
-#include "profload.h"
-#include "profmerge.h"
 #include "report.h"
-#include "symbolize.h"
 
 static const char diff_usage[] =
 	"usage: allocprof diff [--alloc|--inuse] [--requested|--usable]\n"
@@ -459,81 +456,6 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 	return -1;
 }
 
-/* A view of profile p (symbolized when asked); errors name path. */
-static int view_of(ap_profile *p, const hv_options *o, const char *path,
-		   hv_view **out)
-{
-	char err[512];
-	ap_profile *sp = NULL;
-	int rc = 0;
-	if (o->symbolize) {
-		sym_options so;
-		sym_options_default(&so);
-		rc = sym_symbolize_profile(p, &so, &sp, NULL, err, sizeof err);
-	}
-	if (!rc)
-		rc = hv_build(sp ? sp : p, o, out, err, sizeof err);
-	ap_profile_destroy(sp);
-	if (!rc)
-		return 0;
-	ap_cli_error("%s: %s", path, err);
-	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
-}
-
-/*
- * BASE and NEW, one run each. Two dumps of one process are not
- * independent samples: the later holds every sample of the earlier. Then
- * the view is their exact delta (hv_profile_subtract: the shared samples
- * cancel), *delta is set and v[0] is the only view.
- */
-static int open_pair(char *const *paths, const hv_options *o, hv_view **v,
-		     bool *delta)
-{
-	ap_profile *pb = NULL, *pn = NULL, *pd = NULL;
-	char err[512];
-	int rc = hv_load_profiles((const char *const *)&paths[0], 1, &pb, err,
-				  sizeof err);
-	if (!rc)
-		rc = hv_load_profiles((const char *const *)&paths[1], 1, &pn,
-				      err, sizeof err);
-	if (rc) {
-		ap_cli_error("%s", err);
-		rc = rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
-		goto out;
-	}
-	ap_process_id ib, in;
-	*delta = ap_profile_get_process(pb, &ib) == 0 &&
-		 ap_profile_get_process(pn, &in) == 0 && ap_process_same(&ib, &in);
-	if (!*delta) {
-		rc = view_of(pb, o, paths[0], &v[0]);
-		if (!rc)
-			rc = view_of(pn, o, paths[1], &v[1]);
-		goto out;
-	}
-	if (o->view != HV_ALLOC) {
-		ap_cli_error("BASE and NEW are dumps of one process (pid %lld): "
-			     "their in-use samples are shared, not independent; "
-			     "compare what was allocated between them with --alloc",
-			     (long long)ib.pid);
-		rc = AP_EXIT_USAGE;
-	} else if (in.seq < ib.seq) {
-		ap_cli_error("NEW (dump %llu) is an earlier dump of the process "
-			     "than BASE (dump %llu): swap them",
-			     (unsigned long long)in.seq, (unsigned long long)ib.seq);
-		rc = AP_EXIT_USAGE;
-	} else if (hv_profile_subtract(pn, pb, &pd, err, sizeof err)) {
-		ap_cli_error("%s", err);
-		rc = AP_EXIT_INPUT;
-	} else {
-		rc = view_of(pd, o, paths[1], &v[0]);
-	}
-out:
-	ap_profile_destroy(pb);
-	ap_profile_destroy(pn);
-	ap_profile_destroy(pd);
-	return rc;
-}
-
 int ap_cmd_diff(int argc, char **argv)
 {
 	struct diff_args a = {.fdr = AP_DIFF_FDR_DEFAULT};
@@ -552,7 +474,8 @@ int ap_cmd_diff(int argc, char **argv)
 	bool delta = false;
 	rc = 0;
 	if (n == 2)
-		rc = open_pair(r.paths, &a.o, v, &delta);
+		rc = vc_open_pair(r.paths[0], r.paths[1], &a.o, &v[0], &v[1],
+				  &delta);
 	for (size_t i = 0; n > 2 && !rc && i < n; i++)
 		rc = vc_open((const char *const *)&r.paths[i], 1, &a.o, &v[i]);
 	if (rc)

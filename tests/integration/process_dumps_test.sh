@@ -62,6 +62,10 @@ PY
 rc=0; "$CLI" diff --inuse "$first" "$last" 2> "$TMP/err" || rc=$?
 [ $rc = 1 ] && grep -q "dumps of one process" "$TMP/err" || fail "in-use diff of two dumps not refused"
 
+# flame --base between two dumps: a plain graph of the delta
+"$CLI" flame --alloc --base "$first" "$last" > "$TMP/d.svg" || fail "flame --base of two dumps failed"
+grep -q "Allocated between dumps" "$TMP/d.svg" || fail "flame --base of two dumps is not the delta"
+
 # the identity is in the profile, as a comment
 "$CLI" convert --to json "$last" 2>/dev/null | grep -q 'allocprof.process=pid=[0-9]*;start=[0-9]*;boot=[-0-9a-f]*;seq=[0-9]*' ||
 	fail "no process identity in the dump"
