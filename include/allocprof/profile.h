@@ -52,9 +52,30 @@ extern "C" {
 #define AP_ST_INUSE_OBJECTS_VAR "inuse_objects_var" /* count^2 */
 #define AP_ST_ALLOC_USABLE "alloc_usable_space"     /* bytes: HT of usable size */
 #define AP_ST_INUSE_USABLE "inuse_usable_space"     /* bytes */
+/*
+ * For the row rule of allocprof/estimate.h; declared by
+ * ap_profile_init_heap after the fourteen above. Older profiles
+ * without them still read: the row functions then take the effective
+ * sample size to be the sample count.
+ */
+#define AP_ST_ALLOC_EXACT "alloc_exact_samples"      /* count: samples with pi = 1 */
+#define AP_ST_ALLOC_SPACE_VAR2 "alloc_space_var2"    /* ap_var2_encode units */
+#define AP_ST_ALLOC_OBJECTS_VAR2 "alloc_objects_var2" /* ap_var2_encode units */
+#define AP_ST_INUSE_EXACT "inuse_exact_samples"      /* count */
+#define AP_ST_INUSE_SPACE_VAR2 "inuse_space_var2"
+#define AP_ST_INUSE_OBJECTS_VAR2 "inuse_objects_var2"
+/* Unit of the var2 types: sum of squared variance terms, ap_var2_encode'd
+ * with the rate of the line (its "rate" label, else the period). */
+#define AP_UNIT_VAR2 "var2_scaled"
+
+/*
+ * Comment carrying the identity of the process a dump came from
+ * (ap_profile_set_process): "allocprof.process=pid=P;start=NS;boot=ID;seq=N".
+ */
+#define AP_COMMENT_PROCESS_PREFIX "allocprof.process="
 
 /* Number of sample types (and values per sample) of an allocprof heap profile. */
-#define AP_HEAP_NVALUES 14
+#define AP_HEAP_NVALUES 20
 
 /*
  * Comment prefix for a serialized histogram: "allocprof.hist.NAME=" + base64
@@ -171,8 +192,8 @@ AP_API int ap_profile_add_sample(ap_profile *p, const uint64_t *locs,
 				 size_t nlocs, const int64_t *values,
 				 const ap_label *labels, size_t nlabels);
 /*
- * Make p an allocprof heap profile: the fourteen AP_ST_* sample types in the
- * order listed above (Go's four first), period_type space/bytes, period R,
+ * Make p an allocprof heap profile: the AP_HEAP_NVALUES AP_ST_* sample types
+ * in the order listed above (Go's four first), period_type space/bytes, period R,
  * default sample type inuse_space. p must have no sample types yet.
  * 0, AP_EINVAL or AP_ENOMEM.
  */
@@ -191,20 +212,50 @@ AP_API int ap_profile_init_heap(ap_profile *p, int64_t period);
  */
 typedef struct ap_heap_sums {
 	double objects, space, u, space_var, objects_var, usable;
-	uint64_t samples;
+	double space_var2, objects_var2; /* sums of squared variance terms
+					    (ap_sample_terms_of) */
+	uint64_t samples, exact;         /* exact: samples of probability 1 */
 } ap_heap_sums;
 
 /*
  * The AP_HEAP_NVALUES values of one heap profile sample, in the order
  * ap_profile_init_heap declares the sample types, from the sums of its alloc
- * and inuse views. Every value is rounded to the nearest integer; values at
- * or below 0.5 (float residue of adding and subtracting the same terms, or
- * NaN) become 0 and values beyond INT64_MAX become INT64_MAX. When
- * inuse->samples is 0 (all freed) every inuse value is 0.
+ * and inuse views: the one writer of this layout, for the runtime and for
+ * tests that build profiles. rate is the line's sampling rate (the var2
+ * sums are stored in ap_var2_encode units of it); line_key identifies the
+ * line (e.g. a hash of its stack, size and rate: ap_round_key) and must be
+ * the same in every dump of it. Values are rounded without bias
+ * (ap_round_unbiased); zero, negative (float residue of adding and
+ * subtracting the same terms) and NaN sums become 0, and values beyond
+ * INT64_MAX saturate. When inuse->samples is 0 (all freed) every inuse value
+ * is 0.
  */
 AP_API void ap_heap_sums_encode(const ap_heap_sums *alloc,
-				const ap_heap_sums *inuse,
+				const ap_heap_sums *inuse, double rate,
+				uint64_t line_key,
 				int64_t values[AP_HEAP_NVALUES]);
+/*
+ * Who wrote a profile: the process (pid, start time in ns since the epoch,
+ * the kernel's boot id, which together name one process for good) and
+ * the dump's sequence number within it. Interval and peak dumps are
+ * cumulative, so several dumps of one process must not be added up; tools
+ * keep the latest (highest seq) of each process.
+ */
+typedef struct ap_process_id {
+	int64_t pid;
+	uint64_t start_ns;
+	char boot_id[40]; /* "" unknown; else up to 36 characters, no ';' */
+	uint64_t seq;
+} ap_process_id;
+/* Add the identity as an AP_COMMENT_PROCESS_PREFIX comment. AP_EINVAL for
+ * a boot id with ';' or '=' or longer than 39 characters; AP_ENOMEM. */
+AP_API int ap_profile_set_process(ap_profile *p, const ap_process_id *id);
+/* Read it back: 0, AP_ENOTFOUND (no such comment) or AP_ECORRUPT (one
+ * that does not parse). Two ids name the same process when pid, start_ns
+ * and boot_id agree (ap_process_same). */
+AP_API int ap_profile_get_process(const ap_profile *p, ap_process_id *id);
+AP_API bool ap_process_same(const ap_process_id *a, const ap_process_id *b);
+
 /*
  * One-line reason for the last failed builder call on p ("location 7
  * references unknown mapping 3"); "" when none failed. Never NULL.

@@ -46,7 +46,9 @@ static const char flame_usage[] =
 	"  --base BASE   differential graph: widths are PROFILE's, colours the\n"
 	"                change since BASE (red grew, blue shrank, grey no\n"
 	"                significant change at level L, as 'allocprof diff'\n"
-	"                decides); tooltips add the change and its interval\n"
+	"                decides); tooltips add the change and its interval.\n"
+	"                BASE and PROFILE two dumps of one process (--alloc):\n"
+	"                a plain graph of what was allocated in between\n"
 	"  --level L     confidence level of the tooltips' intervals, in (0,1)\n"
 	"                (default 0.95)\n"
 	"  --width PX    image width in pixels, 200..100000 (default 1200)\n"
@@ -106,13 +108,25 @@ int ap_cmd_flame(int argc, char **argv)
 			return AP_EXIT_USAGE;
 		}
 	}
-	hv_view *v, *vb = NULL;
-	if ((rc = vc_open((const char *const *)argv + optind,
-			  (size_t)(argc - optind), &o, &v)))
-		return rc;
-	if (base && (rc = vc_open(&base, 1, &o, &vb))) {
-		hv_destroy(v);
-		return rc;
+	hv_view *v = NULL, *vb = NULL;
+	bool delta = false;
+	if (base && argc - optind == 1) {
+		/* two dumps of one process: a plain graph of their exact
+		 * delta, what was allocated in between (cmdopts.h) */
+		if ((rc = vc_open_pair(base, argv[optind], &o, &vb, &v, &delta)))
+			return rc;
+		if (delta) {
+			v = vb;
+			vb = NULL;
+		}
+	} else {
+		if ((rc = vc_open((const char *const *)argv + optind,
+				  (size_t)(argc - optind), &o, &v)))
+			return rc;
+		if (base && (rc = vc_open(&base, 1, &o, &vb))) {
+			hv_destroy(v);
+			return rc;
+		}
 	}
 	char deftitle[256];
 	if (!title) {
@@ -121,8 +135,9 @@ int ap_cmd_flame(int argc, char **argv)
 		if (more > 0)
 			snprintf(extra, sizeof extra, " and %d more", more);
 		snprintf(deftitle, sizeof deftitle, "%s: %s%s%s%s",
-			 o.view == HV_ALLOC ? "Allocated bytes" : "In-use bytes",
-			 argv[optind], extra, base ? " vs " : "",
+			 delta ? "Allocated between dumps"
+			 : o.view == HV_ALLOC ? "Allocated bytes" : "In-use bytes",
+			 argv[optind], extra, base ? (delta ? " since " : " vs ") : "",
 			 base ? base : "");
 		title = deftitle;
 	}

@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "profload.h"
+#include "profmerge.h"
+#include "symbolize.h"
 
 int vc_view_option(int opt, const char *arg, hv_options *o)
 {
@@ -57,4 +60,73 @@ int vc_open(const char *const *paths, size_t n, const hv_options *o,
 		return 0;
 	ap_cli_error("%s", err);
 	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+}
+
+/* A view of profile p (symbolized when asked); errors name path. */
+static int view_of(ap_profile *p, const hv_options *o, const char *path,
+		   hv_view **out)
+{
+	char err[512];
+	ap_profile *sp = NULL;
+	int rc = 0;
+	if (o->symbolize) {
+		sym_options so;
+		sym_options_default(&so);
+		rc = sym_symbolize_profile(p, &so, &sp, NULL, err, sizeof err);
+	}
+	if (!rc)
+		rc = hv_build(sp ? sp : p, o, out, err, sizeof err);
+	ap_profile_destroy(sp);
+	if (!rc)
+		return 0;
+	ap_cli_error("%s: %s", path, err);
+	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+}
+
+int vc_open_pair(const char *base_path, const char *new_path,
+		 const hv_options *o, hv_view **vb, hv_view **vn, bool *delta)
+{
+	const char *paths[2] = {base_path, new_path};
+	ap_profile *pb = NULL, *pn = NULL, *pd = NULL;
+	char err[512];
+	*vb = *vn = NULL;
+	int rc = hv_load_profiles(&paths[0], 1, &pb, err, sizeof err);
+	if (!rc)
+		rc = hv_load_profiles(&paths[1], 1, &pn, err, sizeof err);
+	if (rc) {
+		ap_cli_error("%s", err);
+		rc = rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+		goto out;
+	}
+	ap_process_id ib, in;
+	*delta = ap_profile_get_process(pb, &ib) == 0 &&
+		 ap_profile_get_process(pn, &in) == 0 && ap_process_same(&ib, &in);
+	if (!*delta) {
+		rc = view_of(pb, o, paths[0], vb);
+		if (!rc)
+			rc = view_of(pn, o, paths[1], vn);
+		goto out;
+	}
+	if (o->view != HV_ALLOC) {
+		ap_cli_error("BASE and NEW are dumps of one process (pid %lld): "
+			     "their in-use samples are shared, not independent; "
+			     "compare what was allocated between them with --alloc",
+			     (long long)ib.pid);
+		rc = AP_EXIT_USAGE;
+	} else if (in.seq < ib.seq) {
+		ap_cli_error("NEW (dump %llu) is an earlier dump of the process "
+			     "than BASE (dump %llu): swap them",
+			     (unsigned long long)in.seq, (unsigned long long)ib.seq);
+		rc = AP_EXIT_USAGE;
+	} else if (hv_profile_subtract(pn, pb, &pd, err, sizeof err)) {
+		ap_cli_error("%s", err);
+		rc = AP_EXIT_INPUT;
+	} else {
+		rc = view_of(pd, o, paths[1], vb);
+	}
+out:
+	ap_profile_destroy(pb);
+	ap_profile_destroy(pn);
+	ap_profile_destroy(pd);
+	return rc;
 }

@@ -77,4 +77,15 @@ int vc_bad_option(const char *cmd, char **argv);
 int vc_open(const char *const *paths, size_t n, const hv_options *o,
 	    hv_view **out);
 
+/*
+ * BASE and NEW, one profile each, into *vb and *vn (exit status on
+ * failure, message printed). Two dumps of one process are not independent
+ * samples: the later holds every sample of the earlier. Then *delta is set
+ * and *vb is their exact delta with the alloc view (hv_profile_subtract:
+ * the shared samples cancel; NEW older than BASE, or the in-use view, is
+ * refused with a one-line reason) and *vn is NULL.
+ */
+int vc_open_pair(const char *base_path, const char *new_path,
+		 const hv_options *o, hv_view **vb, hv_view **vn, bool *delta);
+
 #endif

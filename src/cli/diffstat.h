@@ -1,9 +1,9 @@
 /*
- * diffstat.h: the arithmetic behind allocprof diff and the differential
- * flame graph: the confidence interval of a difference between two
- * independent estimates, the "nothing sampled" upper bound, the sides of a
- * difference taken from heap views (heapview.h), and the site-by-site join
- * of two views that allocprof diff prints.
+ * diffstat.h: the statistics behind allocprof diff and the differential
+ * flame graph: one side of a difference as a row of allocprof/estimate.h
+ * (from a statistic of a heap view, heapview.h), the per-site test of
+ * allocprof/difftest.h, and the site-by-site join of one or several BASE
+ * and NEW views with Benjamini-Hochberg q-values across the sites.
  */
 #ifndef ALLOCPROF_CLI_DIFFSTAT_H
 #define ALLOCPROF_CLI_DIFFSTAT_H
@@ -12,96 +12,77 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocprof/difftest.h"
 #include "heapview.h"
 
-/* One side (BASE or NEW) of a difference. */
-typedef struct vu_side {
-	double bytes;     /* HT estimate */
-	double var_bytes; /* HT variance estimate */
-	uint64_t samples; /* sampled allocations behind it */
-	bool exact;       /* no sampling error (rate 1): bytes is the truth */
-	/* This side's own interval at level sqrt(L) (vu_side_level), used by
-	 * the conservative combination; for samples == 0 the upper bound of
-	 * vu_empty_upper, not 0. */
-	double lo, hi;
-} vu_side;
-
-typedef enum vu_method {
-	VU_EXACT = 0,    /* both sides exact: the change is the truth */
-	VU_NORMAL = 1,   /* both sides >= AP_NB_MAX_SAMPLES: variances add */
-	VU_COMBINED = 2  /* few samples: [lo_new - hi_base, hi_new - lo_base] */
-} vu_method;
-
-typedef struct vu_diff {
-	double change, lo, hi; /* NEW - BASE and its interval */
-	bool significant;      /* the interval excludes 0 */
-	vu_method method;
-} vu_diff;
+/* NEW - BASE of one site: change, interval, p, q, significant, method. */
+typedef ap_diff_result vu_diff;
 
 /*
- * The level at which each side's own interval must be computed for the
- * combined method to reach level overall: sqrt(level), because the two
- * sides are independent and both intervals cover with probability
- * sqrt(level)^2 = level (at least, as exact intervals are conservative).
+ * The row of a statistic st of view v in the view's bytes (requested or
+ * usable). st NULL or without samples is a side with no sample: its rate
+ * is the view's (0 when the view mixes rates) and rate_max the coarsest
+ * rate of the view, whose zero-sample bound it then takes.
  */
-double vu_side_level(double level);
+void vu_row_of(const hv_view *v, const hv_stat *st, ap_row *out);
 
 /*
- * Interval for new - base at level (0 < level < 1). Rule: both exact ->
- * exact; every non-exact side with >= AP_NB_MAX_SAMPLES samples -> normal
- * with variance var_new + var_base; otherwise the conservative combination
- * of the sides' own intervals. 0, or AP_EINVAL for a bad level or NaN input.
+ * NEW - BASE of one site (b in view vb, n in view vn; either may be NULL
+ * or have no samples) by ap_diff_test at level: q = p and significant =
+ * (p <= 1 - level), the per-site answer (the flame graph's). 0 or
+ * AP_EINVAL.
  */
-int vu_diff_interval(const vu_side *base, const vu_side *nw, double level,
-		     vu_diff *out);
-
-/*
- * Upper bound on the bytes behind a site with no sample at all at mean
- * interval rate: the NB upper bound from one sample ([R4]: the window
- * ends between sample events), i.e. about rate * ln(2 / (1 - level)).
- * 0 at rate <= 1 (every byte would have been seen); NaN for bad input.
- */
-double vu_empty_upper(double rate, double level);
-
-/* "alloc"/"inuse"... are heapview's; these name vu_method for output. */
-const char *vu_method_name(vu_method m); /* "exact", "normal", "combined" */
-
-/*
- * One side of a difference from a statistic of view v (NULL = the site is
- * absent there): its own interval at level sqrt(level), or, with no
- * sample, [0, vu_empty_upper] (exact 0 at rate 1).
- */
-void vu_diff_side(const hv_view *v, const hv_stat *st, double level,
-		  vu_side *out);
-/* NEW - BASE of a site (b in view vb, n in view vn; either may be NULL)
- * with its interval at level (vu_diff_interval's rule). 0 or AP_EINVAL. */
 int vu_diff_stats(const hv_view *vb, const hv_stat *b, const hv_view *vn,
 		  const hv_stat *n, double level, vu_diff *out);
 
-/* One site of two views: either side may be missing (NULL). */
+/* One site of the joined views. */
 typedef struct vu_row {
 	const char *name;
-	const hv_site *base, *nw;
-	vu_diff d; /* NEW - BASE; lo, hi NaN when no interval can be given */
+	const hv_site *site;  /* a representative (NEW's first run if any) */
+	/* Per side, over its runs: the sums of the site's statistics (a run
+	 * without the site adds nothing) and how many runs had it. */
+	hv_stat base, nw;
+	size_t base_present, new_present;
+	vu_diff d; /* lo, hi NaN when no interval can be given */
 } vu_row;
 
-/* The sites of BASE and NEW matched by name, and their totals. */
+/* The sites of the BASE and NEW views matched by name, and their totals. */
 typedef struct vu_join {
-	const hv_view *vb, *vn;
-	double level;
+	const hv_view *const *vb, *const *vn;
+	size_t nb, nn;  /* runs per side */
+	double level, fdr;
+	bool delta;     /* vu_join_delta */
 	vu_row *rows;   /* by the size of the change, largest first */
 	size_t nrows;
-	vu_row total;   /* the change of the totals */
-	hv_stat total_base, total_new;
+	vu_row total;   /* the change of the totals (outside the q family) */
 } vu_join;
 
 /*
- * Join the sites of vb and vn by display name (a site missing on one side
- * counts as 0 there, with vu_diff_side's bound) and compute each change at
- * level. 0, or -1 when out of memory. Free with vu_join_free.
+ * Join the sites of nb BASE views and nn NEW views (runs) by display name
+ * and test each site: one run per side by ap_diff_test, several by
+ * ap_diff_test_runs (Welch; the change is that of the per-run means).
+ * Then q-values across the sites by Benjamini-Hochberg, significant =
+ * q <= fdr. The total is tested on its own. 0, or -1 when out of memory.
+ * Free with vu_join_free.
  */
-int vu_join_views(const hv_view *vb, const hv_view *vn, double level,
-		  vu_join *out);
+int vu_join_views(const hv_view *const *vb, size_t nb,
+		  const hv_view *const *vn, size_t nn, double level,
+		  double fdr, vu_join *out);
 void vu_join_free(vu_join *j);
+
+/*
+ * The join of a delta view vd (NEW - BASE of two dumps of one process,
+ * hv_profile_subtract; alloc view): each site's change is its delta
+ * estimate with the delta row's own interval (only what was allocated in
+ * between), p = 0 when a sample fell in between (something certainly was
+ * allocated), else 1; q-values as for vu_join_views. *vd_slot must
+ * outlive the join (it holds vd for vb and vn). 0 or -1 out of memory.
+ */
+int vu_join_delta(const hv_view *const *vd_slot, double level, double fdr,
+		  vu_join *out);
+
+/* A side's display statistic: the sums over its m runs divided by m (the
+ * mean run; intervals of the mean run's sampling noise). */
+void vu_side_mean(const hv_stat *sum, size_t m, double level, hv_stat *out);
 
 #endif

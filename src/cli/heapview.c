@@ -5,7 +5,8 @@
  * deriving them approximately for profiles that lack them, e.g. Go's),
  * expands locations into frames, drops allocator/allocprof/C++ runtime
  * leaf frames, applies the filters, aggregates per stack, then per site;
- * the statistics' sums and confidence intervals are heapstat.c's.
+ * the statistics' sums and confidence intervals are heapview_stat.c's
+ * (estimate.h's row rule).
  * Loading files is profload.c's, merging profmerge.c's.
  */
 #define _GNU_SOURCE
@@ -43,11 +44,6 @@ const char *hv_by_name(hv_by b)
 	return b == HV_BY_LINE ? "line" : b == HV_BY_STACK ? "stack" : "function";
 }
 
-const char *hv_method_name(hv_method m)
-{
-	return m == HV_NB ? "nb" : m == HV_NORMAL ? "normal" : "exact";
-}
-
 /* ---- frames ---------------------------------------------------------- */
 
 bool hv_is_alloc_frame(const char *f)
@@ -64,6 +60,7 @@ struct frame_run {
 struct hv_view {
 	hv_options opt;
 	double rate;
+	double rate_max; /* coarsest rate seen (ap_coarsest_rate) */
 	bool mixed, approx;
 	hv_stat total;
 	hv_site *stacks, *sites;
@@ -86,6 +83,7 @@ enum { DROP_NONE = 0, DROP_ALLOC = 1, DROP_CXX = 2 };
 /* Sample-type indices of the chosen view (-1 = absent). */
 struct vtypes {
 	int bytes, objects, req, samples, u, var_b, var_o;
+	int exact, var2_b, var2_o; /* the row types; -1 in older profiles */
 };
 
 struct build {
@@ -149,6 +147,12 @@ static int find_types(struct build *b)
 		p, alloc ? AP_ST_ALLOC_SPACE_VAR : AP_ST_INUSE_SPACE_VAR);
 	t->var_o = ap_profile_find_sample_type(
 		p, alloc ? AP_ST_ALLOC_OBJECTS_VAR : AP_ST_INUSE_OBJECTS_VAR);
+	t->exact = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_EXACT : AP_ST_INUSE_EXACT);
+	t->var2_b = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_SPACE_VAR2 : AP_ST_INUSE_SPACE_VAR2);
+	t->var2_o = ap_profile_find_sample_type(
+		p, alloc ? AP_ST_ALLOC_OBJECTS_VAR2 : AP_ST_INUSE_OBJECTS_VAR2);
 	if (t->req < 0 || t->objects < 0)
 		return fail(b, AP_EINVAL,
 			    "not a heap profile with %s view (no %s and %s sample types)",
@@ -327,6 +331,17 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 		u = (double)s->values[t->u];
 		st->var_bytes = (double)s->values[t->var_b] * ratio * ratio;
 		st->var_objects = (double)s->values[t->var_o];
+		if (t->var2_b >= 0 && t->var2_o >= 0) {
+			double r4 = ratio * ratio * ratio * ratio;
+			st->var2_bytes = ap_var2_decode(
+				(double)s->values[t->var2_b], rate) * r4;
+			st->var2_objects = ap_var2_decode(
+				(double)s->values[t->var2_o], rate);
+		}
+		if (t->exact >= 0 && s->values[t->exact] > 0)
+			st->exact_samples = (uint64_t)s->values[t->exact];
+		else if (t->exact < 0 && rate <= 1)
+			st->exact_samples = ns; /* older profile at rate 1 */
 	} else {
 		/* Go-style profile: values are count/pi-scaled; undo to recover
 		 * the sample count (pi with jemalloc/Go's exp form). */
@@ -341,8 +356,19 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 		u = sm * expected_u(z, rate);
 		st->var_bytes = objs * (1 - pi) * z * z / pi * ratio * ratio;
 		st->var_objects = objs * (1 - pi) / pi;
+		/* sm samples, each with the terms vo = (1 - pi) / pi^2 and
+		 * vo z^2: their squares summed */
+		double vo = (1 - pi) / (pi * pi), vb = vo * z * z * ratio * ratio;
+		st->var2_objects = sm * vo * vo;
+		st->var2_bytes = sm * vb * vb;
+		if (pi >= 1)
+			st->exact_samples = ns;
 	}
 	st->samples = ns;
+	st->rate_max = rate;
+	st->z_min = b->v->opt.size_min;
+	if (rate > b->v->rate_max)
+		b->v->rate_max = rate;
 	st->u = u;
 	hv_stat_add_group(st, rate, ns, u);
 	if (b->first_rate == 0)
@@ -634,6 +660,9 @@ int hv_build(const ap_profile *p, const hv_options *o, hv_view **out,
 		rc = fail(&b, AP_ENOMEM, "out of memory");
 		goto done;
 	}
+	/* a total without samples takes the bound of the coarsest rate */
+	v->total.rate_max = hv_coarsest_rate(v);
+	v->total.z_min = o->size_min;
 	hv_stat_finish(&v->total, o->level);
 	if (v->nsites)
 		qsort(v->sites, v->nsites, sizeof *v->sites, by_bytes_desc);
@@ -709,6 +738,10 @@ const hv_site *hv_stack_at(const hv_view *v, size_t i)
 }
 double hv_rate(const hv_view *v) { return v->rate; }
 bool hv_mixed_rates(const hv_view *v) { return v->mixed; }
+double hv_coarsest_rate(const hv_view *v)
+{
+	return v->rate_max > v->rate ? v->rate_max : v->rate;
+}
 bool hv_view_approximate(const hv_view *v) { return v->approx; }
 const hv_options *hv_view_options(const hv_view *v) { return &v->opt; }
 

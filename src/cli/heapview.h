@@ -6,8 +6,10 @@
  * symbolizes them (symbolize.h), then builds a view: alloc or inuse, requested or usable bytes, filtered by function-name
  * regexes and allocation size, aggregated by function, line or stack, each
  * aggregate carrying its HT estimates, sample counts, NB sums and confidence
- * intervals at a chosen level (estimate.h: exact NB below
- * AP_NB_MAX_SAMPLES samples, HT normal above).
+ * intervals at a chosen level (estimate.h's row rule, ap_row_bytes_interval
+ * and ap_row_objects_interval: by where the uncertainty is, the effective
+ * sample size; the one zero-sample bound; "exact" only when every sample
+ * was recorded with probability 1).
  *
  * Used by report, diff, flame, folded and convert. Typical use:
  *
@@ -59,12 +61,6 @@ typedef enum hv_kind { HV_INUSE = 0, HV_ALLOC = 1 } hv_kind;
 typedef enum hv_value { HV_REQUESTED = 0, HV_USABLE = 1 } hv_value;
 typedef enum hv_by { HV_BY_FUNCTION = 0, HV_BY_LINE = 1, HV_BY_STACK = 2 } hv_by;
 
-/* Interval method of a statistic (for output and docs). */
-typedef enum hv_method {
-	HV_EXACT = 0,  /* rate 1 or every sample certain: no sampling error */
-	HV_NB = 1,     /* exact negative binomial (bytes) / Poisson (objects) */
-	HV_NORMAL = 2  /* HT normal interval */
-} hv_method;
 
 /* At most this many --skip regexes. */
 #define HV_MAX_SKIP 16
@@ -100,14 +96,22 @@ typedef struct hv_stat {
 	double req_bytes;               /* HT requested bytes when bytes holds
 	                                   usable bytes (0 = same as bytes) */
 	double var_bytes, var_objects;  /* HT variance estimates */
+	double var2_bytes, var2_objects; /* sums of squared variance terms
+	                                    (0 when the profile lacks them) */
 	uint64_t samples;               /* sampled allocations */
+	uint64_t exact_samples;         /* of which recorded with pi = 1 */
+	double rate_max;                /* coarsest rate behind the sums (a
+	                                   row without samples: the view's) */
+	uint64_t z_min;                 /* smallest object size the row can
+	                                   hold (the size filter); 0 unknown */
 	double u;                       /* sum of size - offset (NB) */
 	ap_nb_group rates[HV_MAX_RATES]; /* (samples, u) per sampling rate */
 	size_t nrates;                  /* > HV_MAX_RATES never; see rates_overflow */
 	bool rates_overflow;            /* too many rates: normal interval only */
 	/* filled by hv_stat_finish: */
 	double bytes_lo, bytes_hi, objects_lo, objects_hi;
-	hv_method method;
+	ap_ci_method method;     /* of the bytes interval */
+	ap_ci_method obj_method; /* of the objects interval */
 } hv_stat;
 
 /* into += from (all sums and per-rate groups). */
@@ -116,7 +120,11 @@ void hv_stat_add(hv_stat *into, const hv_stat *from);
  * kept apart from other rates for the NB interval; at most HV_MAX_RATES
  * rates, after which rates_overflow is set. */
 void hv_stat_add_group(hv_stat *s, double rate, uint64_t samples, double u);
-/* Compute intervals at level from the sums (never fails; NaN on bad sums). */
+/* The row of estimate.h the sums make (bytes in requested terms; *scale
+ * = view bytes / requested bytes, by which the bytes bounds multiply). */
+void hv_stat_row(const hv_stat *s, ap_row *row, double *scale);
+/* Compute intervals at level from the sums (never fails; NaN on bad sums;
+ * objects_hi may be +INFINITY: "unbounded"). */
 void hv_stat_finish(hv_stat *s, double level);
 
 /* One frame of a symbolized stack. */
@@ -175,6 +183,9 @@ const hv_site *hv_stack_at(const hv_view *v, size_t i);
 double hv_rate(const hv_view *v);
 /* Whether several sampling rates contributed. */
 bool hv_mixed_rates(const hv_view *v);
+/* The coarsest sampling rate of the view's inputs (the bound of a row
+ * without samples, ap_coarsest_rate). */
+double hv_coarsest_rate(const hv_view *v);
 /* True when intervals were derived approximately (non-allocprof profiles). */
 bool hv_view_approximate(const hv_view *v);
 /* The options the view was built with (level, kind, ...). */
@@ -183,7 +194,8 @@ const hv_options *hv_view_options(const hv_view *v);
 const char *hv_kind_name(hv_kind k);
 const char *hv_value_name(hv_value v);
 const char *hv_by_name(hv_by b);
-const char *hv_method_name(hv_method m); /* "exact", "nb", "normal" */
+/* ap_ci_method_name: "none sampled", "exact", "nb", "split", "normal". */
+const char *hv_method_name(ap_ci_method m);
 
 /*
  * Whether a function name is an allocator entry point or part of

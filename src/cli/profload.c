@@ -62,6 +62,54 @@ static int load_one(const char *path, ap_profile **out, char *err,
 	return 0;
 }
 
+/*
+ * Several dumps of one process (same pid, start and boot id) are
+ * cumulative: adding them counts every early sample once per later dump
+ * (issue 12: 535 MiB reported for 230 MiB allocated). Keep the latest
+ * (highest sequence number) of each process, destroy the others, compact
+ * ps, and say so in one line on stderr. Profiles without an identity
+ * (other tools, older allocprof) are all kept. Returns the new count.
+ */
+static size_t keep_latest(ap_profile **ps, size_t n)
+{
+	ap_process_id *id = calloc(n, sizeof *id);
+	bool *has = calloc(n, sizeof *has);
+	size_t kept = 0, dropped = 0, procs = 0;
+	if (!id || !has) {
+		free(id);
+		free(has);
+		return n; /* out of memory here: merge them all, as before */
+	}
+	for (size_t i = 0; i < n; i++)
+		has[i] = ap_profile_get_process(ps[i], &id[i]) == 0;
+	for (size_t i = 0; i < n; i++) {
+		bool older = false, first = true;
+		for (size_t j = 0; has[i] && j < n; j++) {
+			if (j == i || !has[j] || !ap_process_same(&id[i], &id[j]))
+				continue;
+			if (id[j].seq > id[i].seq || (id[j].seq == id[i].seq && j > i))
+				older = true;
+			if (j < i)
+				first = false;
+		}
+		procs += has[i] && first;
+		if (older) {
+			ap_profile_destroy(ps[i]);
+			dropped++;
+		} else {
+			ps[kept++] = ps[i];
+		}
+	}
+	if (dropped)
+		ap_cli_error("%zu of %zu profiles are earlier dumps of a process "
+			     "given again later; using the latest dump of each "
+			     "of %zu processes (dumps are cumulative)",
+			     dropped, n, procs);
+	free(id);
+	free(has);
+	return kept;
+}
+
 int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
 		     char *err, size_t errlen)
 {
@@ -74,6 +122,8 @@ int hv_load_profiles(const char *const *paths, size_t n, ap_profile **out,
 	}
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = load_one(paths[i], &ps[i], err, errlen);
+	if (!rc && n > 1)
+		n = keep_latest(ps, n);
 	if (!rc && n == 1) {
 		*out = ps[0];
 		ps[0] = NULL;

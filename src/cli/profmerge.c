@@ -77,6 +77,8 @@ struct merger {
 	size_t nhists;
 	size_t nvals;
 	int64_t k_rate, u_bytes;
+	size_t nin; /* inputs: more than one means no single process */
+	bool negate; /* the input being merged is subtracted (a delta) */
 	struct kb k;
 	char *err;
 	size_t errlen;
@@ -371,7 +373,8 @@ static int merge_sample(struct merger *m, const ap_profile *in,
 	}
 	for (size_t i = 0; !rc && i < m->nvals; i++) {
 		int64_t *dst = &m->ms[v].values[typemap[i]];
-		if (__builtin_add_overflow(*dst, s->values[i], dst)) {
+		if (m->negate ? __builtin_sub_overflow(*dst, s->values[i], dst)
+			      : __builtin_add_overflow(*dst, s->values[i], dst)) {
 			ap_cli_seterr(m->err, m->errlen, "sample values overflow 64 bits");
 			rc = AP_ERANGE;
 		}
@@ -449,6 +452,10 @@ static int merge_one(struct merger *m, const ap_profile *in, size_t which)
 		rc = 0;
 		if (hv_keymap_get(m->comments, c, strlen(c)) != SIZE_MAX)
 			continue;
+		/* a merge of several dumps is no one process's dump */
+		if (m->nin > 1 && !strncmp(c, AP_COMMENT_PROCESS_PREFIX,
+					   strlen(AP_COMMENT_PROCESS_PREFIX)))
+			continue;
 		rc = hv_keymap_put(m->comments, c, strlen(c), i);
 		if (!rc)
 			rc = ap_profile_add_comment(m->out, c);
@@ -475,10 +482,26 @@ int hv_profile_merge(ap_profile *const *in, size_t n, ap_profile **out,
 	return hv_profile_merge_ex(in, n, NULL, out, err, errlen);
 }
 
+static int merge_run(ap_profile *const *in, size_t n, const hv_rewrite *rw,
+		     bool delta, ap_profile **out, char *err, size_t errlen);
+
 int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 			ap_profile **out, char *err, size_t errlen)
 {
-	struct merger m = {.err = err, .errlen = errlen, .rw = rw};
+	return merge_run(in, n, rw, false, out, err, errlen);
+}
+
+int hv_profile_subtract(ap_profile *nw, ap_profile *base, ap_profile **out,
+			char *err, size_t errlen)
+{
+	ap_profile *in[2] = {nw, base};
+	return merge_run(in, 2, NULL, true, out, err, errlen);
+}
+
+static int merge_run(ap_profile *const *in, size_t n, const hv_rewrite *rw,
+		     bool delta, ap_profile **out, char *err, size_t errlen)
+{
+	struct merger m = {.err = err, .errlen = errlen, .rw = rw, .nin = n};
 	int rc;
 	*out = NULL;
 	if (n == 0) {
@@ -497,8 +520,10 @@ int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 		     : AP_ENOMEM;
 	if (!rc)
 		rc = copy_header(&m, in[0]);
-	for (size_t i = 0; !rc && i < n; i++)
+	for (size_t i = 0; !rc && i < n; i++) {
+		m.negate = delta && i > 0;
 		rc = merge_one(&m, in[i], i);
+	}
 	if (!rc)
 		rc = emit_hists(&m);
 	for (size_t i = 0; !rc && i < m.nms; i++)

@@ -46,4 +46,14 @@ typedef struct hv_rewrite {
 int hv_profile_merge_ex(ap_profile *const *in, size_t n, const hv_rewrite *rw,
 			ap_profile **out, char *err, size_t errlen);
 
+/*
+ * nw - base, line by line (the values of base's lines subtracted from the
+ * same lines of nw): the exact delta between two cumulative dumps of one
+ * process, whose shared samples cancel (the runtime rounds a line's
+ * column with the same coin in every dump, so the alloc values only grow).
+ * Same errors as hv_profile_merge.
+ */
+int hv_profile_subtract(ap_profile *nw, ap_profile *base, ap_profile **out,
+			char *err, size_t errlen);
+
 #endif

@@ -43,7 +43,10 @@ static const char *fmt_bytes(double v, char *buf, size_t n)
 
 static const char *fmt_count(double v, char *buf, size_t n)
 {
-	if (!isfinite(v))
+	if (isinf(v) && v > 0) /* a zero-sample objects bound without a
+				  * size floor (STATISTICS.md section 5) */
+		snprintf(buf, n, "unbounded");
+	else if (!isfinite(v))
 		snprintf(buf, n, "?");
 	else if (v < 1e6)
 		snprintf(buf, n, "%.0f", v);
@@ -118,8 +121,10 @@ static void print_table(FILE *out, const hv_view *v, const report_options *r)
 	if (shown < n)
 		fprintf(out, "%10s ... %zu more sites (--top 0 shows all)\n", "", n - shown);
 	print_row(out, t, t->bytes, "total", NULL);
-	fprintf(out, "ci: nb = exact negative binomial (bytes) / Poisson (objects), "
-	       "normal = Horvitz-Thompson normal, exact = no sampling error\n");
+	fprintf(out, "ci: nb = exact negative binomial, split = certain part + "
+	       "gamma on the uncertain part, normal = Horvitz-Thompson normal, "
+	       "exact = no sampling error, none sampled = [0, what can hide "
+	       "unseen]\n");
 }
 
 static void json_stat(json_writer *w, const hv_stat *s, double total)

@@ -7,10 +7,13 @@
  * single definition.
  */
 #include "allocprof/codec.h"
+#include "allocprof/estimate.h"
 #include "allocprof/profile.h"
 
 #include <math.h>
 #include <string.h>
+
+static int add_row_types(ap_profile *p);
 
 int ap_profile_init_heap(ap_profile *p, int64_t period)
 {
@@ -25,7 +28,7 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 		{ AP_ST_INUSE_OBJECTS_VAR, "count^2" },
 		{ AP_ST_ALLOC_USABLE, "bytes" }, { AP_ST_INUSE_USABLE, "bytes" },
 	};
-	_Static_assert(sizeof types / sizeof types[0] == AP_HEAP_NVALUES,
+	_Static_assert(sizeof types / sizeof types[0] + 6 == AP_HEAP_NVALUES,
 		       "ap_heap_sums_encode writes one value per sample type");
 	if (!p || period <= 0 || p->nsample_types || p->nsamples)
 		return AP_EINVAL;
@@ -34,6 +37,9 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 		if (rc < 0)
 			return rc;
 	}
+	int rc = add_row_types(p);
+	if (rc < 0)
+		return rc;
 	int64_t t = ap_profile_intern(p, "space");
 	int64_t u = t < 0 ? t : ap_profile_intern(p, "bytes");
 	int64_t d = u < 0 ? u : ap_profile_intern(p, AP_ST_INUSE_SPACE);
@@ -46,39 +52,73 @@ int ap_profile_init_heap(ap_profile *p, int64_t period)
 	return 0;
 }
 
-/*
- * Sums are doubles; the wire wants integers. A view whose terms were all
- * added and subtracted again leaves float residue (tiny positive or
- * negative), which must print as 0, not as -0 or 1.
- */
-static int64_t round_sum(double x)
+/* The six row types (docs/STATISTICS.md section 5): exact samples and the
+ * squared-variance sums, for the alloc then the inuse view. */
+static int add_row_types(ap_profile *p)
 {
-	if (!(x > 0.5)) /* also NaN */
+	static const char *const types[][2] = {
+		{ AP_ST_ALLOC_EXACT, "count" },
+		{ AP_ST_ALLOC_SPACE_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_ALLOC_OBJECTS_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_INUSE_EXACT, "count" },
+		{ AP_ST_INUSE_SPACE_VAR2, AP_UNIT_VAR2 },
+		{ AP_ST_INUSE_OBJECTS_VAR2, AP_UNIT_VAR2 },
+	};
+	if (!p || !p->nsample_types || p->nsamples ||
+	    ap_profile_find_sample_type(p, AP_ST_ALLOC_EXACT) >= 0)
+		return AP_EINVAL;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		int rc = ap_profile_add_sample_type(p, types[i][0], types[i][1]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Sums are doubles; the wire wants integers. Rounding is unbiased
+ * (ap_round_unbiased, docs/STATISTICS.md): llround turns a weight in (1, 2)
+ * into 1 and a small variance into 0, which over many lines biases sums and
+ * makes rows look exact. The coin of a (line, column) comes from the line's
+ * key (stable across the dumps of one process, so a cumulative column never
+ * shrinks between dumps) and the column. Negatives are float residue of
+ * add-then-subtract, and NaN is nothing: both are written 0.
+ */
+static int64_t rnd(double x, uint64_t key, uint32_t column)
+{
+	if (!(x > 0))
 		return 0;
-	if (x >= 9.2e18)
-		return INT64_MAX;
-	return (int64_t)llround(x);
+	return ap_round_unbiased(x, key ^ ap_round_key(NULL, 0, column));
 }
 
 void ap_heap_sums_encode(const ap_heap_sums *alloc, const ap_heap_sums *inuse,
+			 double rate, uint64_t line_key,
 			 int64_t values[AP_HEAP_NVALUES])
 {
 	const ap_heap_sums *a = alloc, *u = inuse;
 	bool live = u->samples > 0;
-	values[0] = round_sum(a->objects);
-	values[1] = round_sum(a->space);
-	values[2] = live ? round_sum(u->objects) : 0;
-	values[3] = live ? round_sum(u->space) : 0;
-	values[4] = (int64_t)a->samples;
-	values[5] = round_sum(a->u);
-	values[6] = round_sum(a->space_var);
-	values[7] = round_sum(a->objects_var);
-	values[8] = (int64_t)u->samples;
-	values[9] = live ? round_sum(u->u) : 0;
-	values[10] = live ? round_sum(u->space_var) : 0;
-	values[11] = live ? round_sum(u->objects_var) : 0;
-	values[12] = round_sum(a->usable);
-	values[13] = live ? round_sum(u->usable) : 0;
+	uint64_t k = line_key;
+	int64_t *v = values;
+	v[0] = rnd(a->objects, k, 0);
+	v[1] = rnd(a->space, k, 1);
+	v[2] = live ? rnd(u->objects, k, 2) : 0;
+	v[3] = live ? rnd(u->space, k, 3) : 0;
+	v[4] = (int64_t)a->samples;
+	v[5] = rnd(a->u, k, 5);
+	v[6] = rnd(a->space_var, k, 6);
+	v[7] = rnd(a->objects_var, k, 7);
+	v[8] = (int64_t)u->samples;
+	v[9] = live ? rnd(u->u, k, 9) : 0;
+	v[10] = live ? rnd(u->space_var, k, 10) : 0;
+	v[11] = live ? rnd(u->objects_var, k, 11) : 0;
+	v[12] = rnd(a->usable, k, 12);
+	v[13] = live ? rnd(u->usable, k, 13) : 0;
+	v[14] = (int64_t)a->exact;
+	v[15] = rnd(ap_var2_encode(a->space_var2, rate), k, 15);
+	v[16] = rnd(ap_var2_encode(a->objects_var2, rate), k, 16);
+	v[17] = live ? (int64_t)u->exact : 0;
+	v[18] = live ? rnd(ap_var2_encode(u->space_var2, rate), k, 18) : 0;
+	v[19] = live ? rnd(ap_var2_encode(u->objects_var2, rate), k, 19) : 0;
 }
 
 /* ---- histogram comments ---------------------------------------------- */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <math.h>
 #include <pthread.h>
@@ -28,6 +29,8 @@
 #include <unistd.h>
 
 #include "../lib/hash.h"
+#include "allocprof/codec.h"
+#include "allocprof/estimate.h"
 #include "allocprof/heapv2.h"
 #include "config.h"
 #include "log.h"
@@ -313,14 +316,15 @@ static int loc_id(ap_profile *p, arena *a, loc_map *m, const map_list *maps,
 
 /* ---- samples --------------------------------------------------------------- */
 
-/* A site's counters as the library's heap sums (same fields). */
-static ap_heap_sums sums_of(const site_counts *c)
+/* Identity of a site's line for the rounding coin. */
+static uint64_t line_key(const site_snap *s)
 {
-	ap_heap_sums h = { .objects = c->objects, .space = c->space, .u = c->u,
-			   .space_var = c->space_var,
-			   .objects_var = c->objects_var, .usable = c->usable,
-			   .samples = c->samples };
-	return h;
+	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+		       "return addresses hash as 64-bit ids");
+	uint64_t h = ap_round_key((const uint64_t *)s->stk->pcs, s->stk->depth,
+				  0);
+	uint64_t sr[2] = {s->size, s->rate};
+	return h ^ ap_round_key(sr, 2, 1);
 }
 
 static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps)
@@ -340,7 +344,8 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 	/* Oldest site first: the table lists them newest first. */
 	for (size_t k = n; rc == 0 && k-- > 0;) {
 		const site_snap *s = &sites[k];
-		if (s->alloc.samples == 0)
+		/* a fork child's inherited sites have only in-use samples */
+		if (s->alloc.samples == 0 && s->inuse.samples == 0)
 			continue;
 		size_t depth = s->stk->depth < UNWIND_DEPTH_MAX ? s->stk->depth
 								   : UNWIND_DEPTH_MAX;
@@ -350,8 +355,8 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 		if (rc != 0)
 			break;
 		int64_t vals[AP_HEAP_NVALUES];
-		ap_heap_sums alloc = sums_of(&s->alloc), inuse = sums_of(&s->inuse);
-		ap_heap_sums_encode(&alloc, &inuse, vals);
+		ap_heap_sums_encode(&s->alloc, &s->inuse, (double)s->rate,
+				    line_key(s), vals);
 		ap_label labels[2];
 		size_t nl = 1;
 		memset(labels, 0, sizeof labels);
@@ -404,6 +409,39 @@ static uint64_t realtime_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Who is dumping (allocprof/profile.h, ap_process_id): pid, the profile's
+ * start, the kernel's boot id and this process's dump number, so that
+ * tools keep only the latest of several cumulative dumps of one process.
+ * The counter is the process's (a fork child continues its parent's
+ * count, but has its own pid).
+ */
+static _Atomic uint64_t dump_count;
+
+static void boot_id(char *buf, size_t n)
+{
+	buf[0] = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	size_t len = r > 0 ? (size_t)r : 0;
+	buf[len] = 0;
+	buf[strcspn(buf, "\n;=")] = 0;
+}
+
+static int add_process(ap_profile *p, const dump_input *in)
+{
+	ap_process_id id;
+	memset(&id, 0, sizeof id);
+	id.pid = (int64_t)getpid();
+	id.start_ns = in->start_realtime_ns;
+	boot_id(id.boot_id, sizeof id.boot_id);
+	id.seq = atomic_fetch_add(&dump_count, 1) + 1;
+	return ap_profile_set_process(p, &id);
+}
+
 int dump_build_profile(const dump_input *in, ap_profile **out)
 {
 	ap_profile *p = NULL;
@@ -423,6 +461,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_mappings(p, in->a, &maps);
 	if (rc == 0)
 		rc = add_samples(p, in, in->with_mappings ? &maps : NULL);
+	if (rc == 0)
+		rc = add_process(p, in);
 	if (rc == 0)
 		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)

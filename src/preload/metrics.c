@@ -5,11 +5,14 @@
  * Totals and their intervals come from one table snapshot: the per-site
  * sums of samples, u = size - offset and HT variance estimates are additive
  * (stack_table.h), so summing them over sites gives the whole process's
- * inputs to the interval rules of estimate.h: the exact negative-binomial
- * interval below AP_NB_MAX_SAMPLES samples, the HT normal interval above
- * ([R4]; docs/STATISTICS.md). Sites drawn at different rates (the
- * per-thread rate API) make the NB interval inexact, so then the HT
- * interval is used (rate 0 tells ap_bytes_interval so).
+ * inputs to the row rule of estimate.h (ap_row_bytes_interval and
+ * ap_row_objects_interval, the rule every view uses: by the effective
+ * sample size of the variance terms, exact only when every sample was
+ * recorded with probability 1, the one zero-sample bound; [R4];
+ * docs/STATISTICS.md section 5). Sites drawn at different rates (the
+ * per-thread rate API) give the row rate 0 and the coarsest rate as
+ * rate_max. An objects bound that is unbounded (no sample, no size
+ * floor) is written +Inf.
  *
  * Metric names follow Prometheus conventions: base units (bytes, seconds),
  * counters end in _total, gauges never do, interval bounds are separate
@@ -75,13 +78,17 @@ static void add(mset *m, const char *name, const char *help, int type,
 
 /* Additive interval inputs of one view, summed over sites. */
 typedef struct view_sums {
-	uint64_t samples;
+	uint64_t samples, exact;
 	double u, space, space_var, objects, objects_var;
+	double space_var2, objects_var2;
 } view_sums;
 
 static void sum_view(view_sums *v, const site_counts *c)
 {
 	v->samples += c->samples;
+	v->exact += c->exact;
+	v->space_var2 += c->space_var2;
+	v->objects_var2 += c->objects_var2;
 	v->u += c->u;
 	v->space += c->space;
 	v->space_var += c->space_var;
@@ -105,18 +112,29 @@ static void add_bounds(mset *m, const char *lo_name, const char *hi_name,
 	add(m, hi_name, hi_help, M_GAUGE, "level", "0.95", iv->hi);
 }
 
-static void add_view(mset *m, const view_sums *v, double rate, bool alloc)
+static void add_view(mset *m, const view_sums *v, double rate,
+		     double rate_max, bool alloc)
 {
 	bool empty = v->samples == 0;
 	double bytes = empty ? 0 : nonneg(v->space);
 	double objects = empty ? 0 : nonneg(v->objects);
+	ap_row row = {
+		.samples = v->samples,
+		.exact_samples = v->exact,
+		.u = empty ? 0 : nonneg(v->u),
+		.bytes = bytes,
+		.var_bytes = empty ? 0 : nonneg(v->space_var),
+		.var2_bytes = empty ? 0 : nonneg(v->space_var2),
+		.objects = objects,
+		.var_objects = empty ? 0 : nonneg(v->objects_var),
+		.var2_objects = empty ? 0 : nonneg(v->objects_var2),
+		.rate = rate,
+		.rate_max = rate_max,
+		.z_min = 0,
+	};
 	ap_interval ib, io;
-	int rb = ap_bytes_interval(v->samples, empty ? 0 : nonneg(v->u), rate, bytes,
-				   empty ? 0 : nonneg(v->space_var), METRICS_LEVEL,
-				   &ib, NULL);
-	int ro = ap_objects_interval(v->samples, objects,
-				     empty ? 0 : nonneg(v->objects_var),
-				     METRICS_LEVEL, &io);
+	int rb = ap_row_bytes_interval(&row, METRICS_LEVEL, &ib, NULL);
+	int ro = ap_row_objects_interval(&row, METRICS_LEVEL, &io, NULL);
 	if (alloc) {
 		add(m, "allocprof_allocated_bytes_total",
 		    "Bytes allocated since the program started (unbiased estimate).",
@@ -162,7 +180,8 @@ static void add_cost(mset *m, const metrics_input *in, const table_totals *tot)
 	    "Mean bytes between samples (R).", M_GAUGE, NULL, NULL,
 	    (double)in->period);
 	add(m, "allocprof_peak_inuse_bytes",
-	    "Highest allocprof_inuse_bytes seen (unbiased estimate at the time).",
+	    "Highest allocprof_inuse_bytes seen: the maximum of noisy "
+	    "estimates, so biased upward.",
 	    M_GAUGE, NULL, NULL, nonneg(tot->peak_inuse_space));
 	add(m, "allocprof_stacks", "Distinct call stacks recorded.", M_GAUGE, NULL,
 	    NULL, (double)tot->nstacks);
@@ -199,6 +218,7 @@ static int collect(const metrics_input *in, mset *m)
 	memset(&va, 0, sizeof va);
 	memset(&vu, 0, sizeof vu);
 	bool one_rate = true;
+	double rate_max = (double)in->period;
 	table_totals tot;
 	/* Sum in place under the table's lock: one pass over the sites, no
 	 * copy (table_snapshot would copy every site, megabytes for a large
@@ -210,14 +230,16 @@ static int collect(const metrics_input *in, mset *m)
 		sum_view(&vu, &s->inuse);
 		if (s->rate != in->period)
 			one_rate = false;
+		if ((double)s->rate > rate_max)
+			rate_max = (double)s->rate;
 	}
 	tot = t->tot;
 	tot.nstacks = t->nstacks;
 	tot.nsites = t->nsites;
 	table_unlock(t);
 	double rate = one_rate ? (double)in->period : 0;
-	add_view(m, &va, rate, true);
-	add_view(m, &vu, rate, false);
+	add_view(m, &va, rate, rate_max, true);
+	add_view(m, &vu, rate, rate_max, false);
 	add_cost(m, in, &tot);
 	return ap_hist_snapshot(in->table->hist_size, arena_allocator(in->a),
 				&m->sizes);

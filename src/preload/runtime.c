@@ -328,6 +328,23 @@ static void option_error(void *ctx, const char *msg)
 
 /* ---- fork ---------------------------------------------------------------- */
 
+/*
+ * Seed t's sampler for thread stream idx and draw a fresh gap. seed 0:
+ * from the OS (ap_prng_seed), never from shared state. A fixed seed: the
+ * stream of ap_prng_seed_stream (distinct, reproducible per thread; a
+ * fork child salts it with its pid so siblings doing the same work are
+ * not sampled alike, docs/STATISTICS.md "fork").
+ */
+static void thread_seed(rt_thread *t, uint64_t idx)
+{
+	if (rt.seed_base)
+		(void)ap_prng_seed_stream(&t->sampler.prng, rt.seed_base,
+					  rt.stream_salt ^ idx);
+	else
+		(void)ap_prng_seed(&t->sampler.prng, 0);
+	ap_sampler_redraw(&t->sampler);
+}
+
 static void fork_prepare(void)
 {
 	rt_tls.forksave = rt_enter();
@@ -368,6 +385,25 @@ void rt_adopt_child(void)
 		rt_tls.sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 	} else {
 		rt.forked_child = true;
+		/*
+		 * Issue 12, fork: the child must not sample like its
+		 * siblings (same PRNG state and gap: identical work sampled
+		 * identically, merged variance K^2 V instead of K V), nor
+		 * report the parent's allocations again (the parent's
+		 * profile has them). Reseed the one thread a child has and
+		 * start its alloc view empty; in-use keeps the inherited
+		 * blocks, which are live in the child too.
+		 */
+		rt.stream_salt = (uint64_t)getpid() << 32;
+		if (rt_tls.ready)
+			thread_seed(&rt_tls, rt_tls.idx);
+		table_reset_alloc(&rt.table);
+		/* the child's profile window (and its identity's start
+		 * time) begins at the fork */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rt.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL +
+				       (uint64_t)ts.tv_nsec;
 		dumper_atfork_child();
 	}
 }
@@ -504,12 +540,12 @@ static void thread_init(rt_thread *t)
 	ap_sampler_config_default(&c);
 	c.rate = rt.opt.rate;
 	uint64_t idx = atomic_fetch_add(&rt.nthreads, 1) + 1;
-	/* Fixed seed: thread k gets a distinct, reproducible stream. */
-	c.seed = rt.seed_base ? rt.seed_base + idx * 0x9E3779B97F4A7C15ULL : 0;
-	if (c.seed == 0 && rt.seed_base)
-		c.seed = 1;
+	c.seed = rt.seed_base;
+	t->idx = idx;
 	if (ap_sampler_init(&t->sampler, &c) != 0)
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
+	else
+		thread_seed(t, idx);
 	t->ready = true;
 }
 
@@ -572,10 +608,8 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 			atomic_fetch_add_explicit(&rt_unwind_ns, monotonic_ns() - t0,
 						  memory_order_relaxed);
 		bool in_region = region_contains(&rt_region, p);
-		size_t region_usable = 0;
-		if (in_region)
-			region_get(&rt_region, p, NULL, &region_usable);
-		uint64_t usable = in_region ? region_usable : rt_real.malloc_usable_size(p);
+		uint64_t usable = in_region ? rt_underlying_usable(info->size)
+					    : rt_real.malloc_usable_size(p);
 		sample_rec rec;
 		table_totals after;
 		if (table_record_alloc(&rt.table, pcs, depth, t->sampler.rate,
@@ -589,9 +623,9 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 				kept = set_insert(&rt_set, p, &rec) == 0;
 			}
 			if (!kept) {
-				/* Untrackable: take it back out of the in-use view. */
-				rec.t_ns = UINT64_MAX;
-				table_record_free(&rt.table, &rec, 0);
+				/* Untrackable (its free would go unseen): out
+				 * of both views, alloc and in-use alike. */
+				table_record_drop(&rt.table, &rec);
 			} else {
 				dumper_after_sample(&after);
 				http_runtime_after_sample();

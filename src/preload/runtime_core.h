@@ -47,6 +47,7 @@ typedef struct rt_thread {
 	bool ready;         /* sampler initialised for this thread */
 	uint64_t sigsave;   /* signal mask from rt_sample_begin to _end */
 	uint64_t forksave;  /* signal mask across the fork handlers */
+	uint64_t idx;       /* 1-based thread number: its seed stream */
 } rt_thread;
 
 /*
@@ -72,6 +73,7 @@ typedef struct runtime {
 	arena a;
 	stack_table table;
 	uint64_t seed_base;     /* per-thread seeds derive from it (seed != 0) */
+	uint64_t stream_salt;   /* 0; in a fork child pid << 32: its own streams */
 	atomic_uint_fast64_t nthreads;
 	uint64_t start_realtime_ns;
 	long pid;               /* pid the runtime last (re)started in */
@@ -87,6 +89,13 @@ typedef struct runtime {
 #define RT_HIDDEN __attribute__((visibility("hidden")))
 extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
+
+/*
+ * The usable size the underlying allocator gives a request of size bytes
+ * (asked of it once per size, memoised; usable_memo.c). Call only inside
+ * the runtime (guard held): it allocates through rt_real.
+ */
+uint64_t rt_underlying_usable(uint64_t size);
 extern RT_HIDDEN sampled_set rt_set;
 /*
  * The free() fast path's one test (design 2, region.h):

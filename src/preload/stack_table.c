@@ -136,22 +136,34 @@ static site *find_site(stack_table *t, const stack *stk, uint64_t size, uint64_t
 	return s;
 }
 
-/* Add (sign = +1) or subtract (-1) one sample's contributions. */
+/* Add (sign = +1) or subtract (-1) one sample's contributions, the terms
+ * of ap_sample_terms_of with pi = 1/w (written out: COUNT mode's weight
+ * can be below 1, outside that function's domain), so a free takes out
+ * exactly what its allocation put in. */
 static void apply(site_counts *c, double sign, double w, uint64_t size,
 		  uint64_t u, uint64_t usable)
 {
 	double z = (double)size;
 	double var_obj = w * w - w; /* (1 - pi) / pi^2 with pi = 1/w */
+	double var_space = var_obj * z * z;
 	c->objects += sign * w;
 	c->space += sign * w * z;
 	c->u += sign * (double)u;
 	c->objects_var += sign * var_obj;
-	c->space_var += sign * var_obj * z * z;
+	c->space_var += sign * var_space;
+	c->objects_var2 += sign * var_obj * var_obj;
+	c->space_var2 += sign * var_space * var_space;
 	c->usable += sign * w * (double)usable;
-	if (sign > 0)
+	bool exact = w == 1.0; /* pi = 1: recorded without sampling error */
+	if (sign > 0) {
 		c->samples++;
-	else if (c->samples > 0)
-		c->samples--;
+		c->exact += exact;
+	} else {
+		if (c->samples > 0)
+			c->samples--;
+		if (exact && c->exact > 0)
+			c->exact--;
+	}
 }
 
 int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
@@ -217,7 +229,9 @@ static uint64_t site_size(const site *s)
 {
 	uint64_t lo = 0, hi = UINT64_MAX;
 	(void)ap_hist_key_bounds(SITE_SIZE_SIGBITS, (uint32_t)s->size_class, &lo, &hi);
-	double avg = s->alloc.objects > 0 ? s->alloc.space / s->alloc.objects : 0;
+	/* a fork child's inherited site has an empty alloc view: in-use's */
+	const site_counts *c = s->alloc.objects > 0 ? &s->alloc : &s->inuse;
+	double avg = c->objects > 0 ? c->space / c->objects : 0;
 	if (!(avg > (double)lo)) /* also NaN */
 		return lo;
 	if (avg >= (double)hi)
@@ -260,6 +274,36 @@ void table_totals_get(stack_table *t, table_totals *tot)
 	tot->nstacks = t->nstacks;
 	tot->nsites = t->nsites;
 	pthread_mutex_unlock(&t->lock);
+}
+
+void table_record_drop(stack_table *t, const sample_rec *rec)
+{
+	site *s = rec->site;
+	if (!s)
+		return;
+	pthread_mutex_lock(&t->lock);
+	apply(&s->alloc, -1.0, rec->weight, rec->size, rec->u, rec->usable);
+	apply(&s->inuse, -1.0, rec->weight, rec->size, rec->u, rec->usable);
+	double b = rec->weight * (double)rec->size;
+	t->tot.alloc_space -= b;
+	t->tot.alloc_objects -= rec->weight;
+	t->tot.inuse_space -= b;
+	t->tot.inuse_objects -= rec->weight;
+	if (t->tot.samples > 0)
+		t->tot.samples--;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void table_reset_alloc(stack_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	for (site *s = t->all_sites; s; s = s->all_next)
+		memset(&s->alloc, 0, sizeof s->alloc);
+	t->tot.alloc_space = 0;
+	t->tot.alloc_objects = 0;
+	t->tot.samples = 0;
+	pthread_mutex_unlock(&t->lock);
+	ap_hist_reset(t->hist_size); /* HT-weighted sizes of allocations */
 }
 
 void table_lock(stack_table *t)

@@ -23,6 +23,9 @@
  *   objects_var += (1-pi)/pi^2 = w^2 - w
  *   space_var   += (w^2 - w) * size^2                   (HT variance estimate)
  *   usable   += w * malloc_usable_size
+ *   exact += [pi = 1]   objects_var2 += (w^2 - w)^2   space_var2 += ((w^2 - w) size^2)^2
+ * (the last three feed the effective-sample-size rule of estimate.h's
+ * ap_row_* intervals; ap_sample_terms_of gives all the terms).
  *
  * One mutex guards the table: only sampled allocations and frees of sampled
  * pointers come here, and the unwinding they already did costs far more.
@@ -37,6 +40,7 @@
 #include <stdint.h>
 
 #include "allocprof/hist.h"
+#include "allocprof/profile.h"
 #include "allocprof/sampler.h"
 #include "arena.h"
 #include "sampled_set.h"
@@ -49,10 +53,9 @@ typedef struct stack {
 	uintptr_t pcs[];    /* return addresses, innermost first */
 } stack;
 
-typedef struct site_counts {
-	double objects, space, u, space_var, objects_var, usable;
-	uint64_t samples;
-} site_counts;
+/* A site's additive sums per view: the library's heap sums, which
+ * ap_heap_sums_encode writes as the profile's values. */
+typedef ap_heap_sums site_counts;
 
 typedef struct site {
 	struct site *next;     /* hash chain */
@@ -111,6 +114,14 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 		       uint64_t rate, const ap_sample_info *info,
 		       uint64_t usable, sample_rec *rec, table_totals *after);
 
+/*
+ * Take back a recorded sample the runtime could not keep track of (its
+ * free would never be seen): out of both views, alloc and in-use, so the
+ * two stay consistent (docs/STATISTICS.md section 7). Only the lock-free
+ * size histogram keeps it.
+ */
+void table_record_drop(stack_table *t, const sample_rec *rec);
+
 /* Take a freed sampled allocation out of the inuse view (now_ns: free time). */
 void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 
@@ -121,6 +132,16 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot);
 /* Current totals only (cheap). */
 void table_totals_get(stack_table *t, table_totals *tot);
+
+/*
+ * Forget every allocation recorded so far in the alloc view (its site
+ * counters, the alloc totals and the allocation-size histogram; in-use
+ * and the lifetime histogram stay): a fork
+ * child's profile then holds only what the child allocated, so the merge
+ * of parent and children counts each allocation once. Called in the child
+ * only, single-threaded.
+ */
+void table_reset_alloc(stack_table *t);
 
 /* Fork handlers. */
 void table_lock(stack_table *t);

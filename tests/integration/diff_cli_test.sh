@@ -82,12 +82,17 @@ d = json.load(open(sys.argv[1]))
 s = {x["function"]: x for x in d["sites"]}
 big, same, few = s["big"], s["same"], s["few"]
 # 1 MiB objects at R = 64 KiB are sampled with pi ~ 1 - e^-16: the change
-# is ~300 MiB with a tiny variance: significant, normal method.
-assert big["significant"] and big["method"] == "normal", big
+# is ~300 MiB with a tiny variance: significant. Near-certain objects carry
+# too little uncertainty for the normal regime (var < 100 R^2): the split
+# model's exact test.
+assert big["significant"] and big["method"] == "split", big
+assert big["p"] < 1e-6 and big["q"] <= 0.05, big
 assert big["change_lo"] > 0 and abs(big["change"] - 300 * 1048576) < 0.01 * 300 * 1048576, big
 assert not same["significant"] and same["change"] == 0, same
 assert same["change_lo"] < 0 < same["change_hi"], same
-assert few["method"] == "combined" and not few["significant"], few
+# Small objects on both sides: the exact conditional (binomial) test.
+assert few["method"] == "conditional" and not few["significant"], few
+assert few["p"] > 0.5 and few["q"] >= few["p"], few
 # Each side's own interval is reported at the full level and covers its estimate.
 for x in (big, same, few):
     for side in ("base", "new"):
@@ -152,5 +157,42 @@ done
 "$cli" diff --alloc --json - "$tmp/n1.pb" < "$tmp/b1.pb" |
   python3 -c 'import json,sys; assert json.load(sys.stdin)["total"]["change"] == 250' ||
   fail "BASE from standard input"
-"$cli" diff --help | grep -q 'sqrt(L)' || fail "--help does not explain the method"
+"$cli" diff --help | grep -q 'Benjamini-Hochberg' || fail "--help does not explain the method"
+
+# q-values: printed in the table, --fdr checked and used.
+"$cli" diff --alloc "$tmp/bs.pb" "$tmp/ns.pb" | grep -q ' q  *samples' ||
+  fail "the table has no q column"
+rc=0; "$cli" diff --alloc --fdr 0 "$tmp/bs.pb" "$tmp/ns.pb" 2> "$tmp/err" || rc=$?
+[ $rc -eq 1 ] && grep -q -- '--fdr wants' "$tmp/err" || fail "--fdr 0 accepted"
+"$cli" diff --alloc --json --fdr 0.2 "$tmp/bs.pb" "$tmp/ns.pb" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["fdr"] == 0.2 and d["total"]["q"] is None, d' ||
+  fail "--fdr not in the JSON"
+
+# Several runs per side: Welch on the per-run means, with degrees of
+# freedom. BASE runs of "same" differ by up to 8%, NEW runs are ~50%
+# larger: a change far outside the between-run spread.
+for k in 390 400 420; do
+  printf '65536 %s %s main;same\n64 3 3 main;few\n' $k $k | "$mk" 65536 "$tmp/rb$k.pb" > /dev/null
+done
+for k in 590 600 610; do
+  printf '65536 %s %s main;same\n64 3 3 main;few\n' $k $k | "$mk" 65536 "$tmp/rn$k.pb" > /dev/null
+done
+"$cli" diff --alloc --json --base-runs 3 "$tmp/rb390.pb" "$tmp/rb400.pb" \
+  "$tmp/rb420.pb" "$tmp/rn590.pb" "$tmp/rn600.pb" "$tmp/rn610.pb" > "$tmp/w.json" ||
+  fail "--base-runs 3 failed"
+python3 - "$tmp/w.json" <<'EOF' || fail "replicated diff JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["base"]) == 3 and len(d["new"]) == 3, d
+s = {x["function"]: x for x in d["sites"]}
+same, few = s["same"], s["few"]
+assert same["method"] == "welch" and same["df"] > 1, same
+assert same["significant"] and same["q"] <= 0.05, same
+# the change of the per-run means, which each side shows
+assert abs(same["change"] - (same["new"]["bytes"] - same["base"]["bytes"])) <= 2, same
+assert same["change_lo"] > 0, same
+assert not few["significant"], few
+EOF
+rc=0; "$cli" diff --alloc --base-runs 3 "$tmp/rb390.pb" "$tmp/rb400.pb" "$tmp/rb420.pb" 2> "$tmp/err" || rc=$?
+[ $rc -eq 1 ] && grep -q 'wants at least 4' "$tmp/err" || fail "--base-runs without NEW runs"
 echo "diff cli: ok"

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allocprof/estimate.h"
 #include "allocprof/profile.h"
 #include "allocprof/sampler.h"
 #include "aptest.h"
@@ -113,7 +114,8 @@ static int build_profile(const acc *a, uint64_t rate, ap_profile **out)
 			goto fail;
 		int64_t v[AP_HEAP_NVALUES];
 		/* Everything is still live: inuse = alloc. */
-		ap_heap_sums_encode(&a[s], &a[s], v);
+		ap_heap_sums_encode(&a[s], &a[s], rate,
+				    ap_round_key(NULL, 0, (uint32_t)s), v);
 		uint64_t size, count;
 		site_stream(s, &size, &count);
 		ap_label lb = {.key = k_bytes, .num = (int64_t)size};

@@ -148,7 +148,8 @@ static int synth_profile(const synth_site *sites, size_t n, uint64_t rate,
 		rc = synth_loc(p, sites[i].function, sites[i].file, sites[i].line,
 			       0x10000 + 16 * (uint64_t)i, &locs[1]);
 		int64_t vals[AP_HEAP_NVALUES];
-		ap_heap_sums_encode(&acc[i].alloc, &acc[i].inuse, vals);
+		ap_heap_sums_encode(&acc[i].alloc, &acc[i].inuse, rate,
+				    ap_round_key(NULL, 0, (uint32_t)i), vals);
 		ap_label lb = {kbytes, 0, (int64_t)sites[i].size, kbytes};
 		if (!rc)
 			rc = ap_profile_add_sample(p, locs, 3, vals, &lb, 1);

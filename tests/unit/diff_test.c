@@ -1,9 +1,9 @@
 /*
- * diff_test.c: the difference intervals of allocprof diff and the folded
- * helpers (src/cli/diffstat.c, folded.c and text.c, from the command's
- * object library).
- * The statistical behaviour over many runs (no false alarms at the nominal
- * rate, a doubled site found) is tests/stats/diff_*_test.c.
+ * diff_test.c: the folded helpers (src/cli/folded.c and text.c, from the
+ * command's object library). allocprof diff's tests are the library's
+ * (tests/unit/difftest_test.c); the command's wiring is checked through
+ * the CLI by tests/integration/diff_honest_test.sh and over many runs by
+ * tests/stats/diff_*_test.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "diffstat.h"
@@ -17,132 +17,6 @@
 #include <string.h>
 
 #include "aptest.h"
-
-static vu_side side(double bytes, double var, uint64_t samples, double lo,
-		    double hi)
-{
-	return (vu_side){.bytes = bytes, .var_bytes = var, .samples = samples,
-			 .lo = lo, .hi = hi};
-}
-
-AP_TEST(exact_sides_give_the_exact_change)
-{
-	vu_side b = {.bytes = 1000, .exact = true};
-	vu_side n = {.bytes = 1500, .exact = true};
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK_EQ_INT(d.method, VU_EXACT);
-	AP_CHECK_NEAR(d.change, 500, 0, 0);
-	AP_CHECK_NEAR(d.lo, 500, 0, 0);
-	AP_CHECK_NEAR(d.hi, 500, 0, 0);
-	AP_CHECK(d.significant);
-	n.bytes = 1000;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK(!d.significant);
-}
-
-AP_TEST(many_samples_add_the_variances)
-{
-	/* sd of the difference = sqrt(100 + 300) = 20; z(0.975) = 1.95996. */
-	vu_side b = side(1000, 100, AP_NB_MAX_SAMPLES, 0, 0),
-		n = side(1100, 300, AP_NB_MAX_SAMPLES + 50, 0, 0);
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK_EQ_INT(d.method, VU_NORMAL);
-	AP_CHECK_NEAR(d.change, 100, 0, 1e-9);
-	AP_CHECK_NEAR(d.lo, 100 - 1.959964 * 20, 0, 1e-4);
-	AP_CHECK_NEAR(d.hi, 100 + 1.959964 * 20, 0, 1e-4);
-	AP_CHECK(d.significant);
-	/* A change inside the noise is not significant. */
-	n.bytes = 1030;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK(!d.significant);
-	/* A decrease is significant with the interval below 0. */
-	n.bytes = 900;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK(d.significant && d.hi < 0);
-}
-
-AP_TEST(few_samples_combine_the_exact_intervals_conservatively)
-{
-	vu_side b = side(1000, 1e5, 3, 400, 2500),
-		n = side(5000, 1e6, AP_NB_MAX_SAMPLES - 1, 3500, 7000);
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK_EQ_INT(d.method, VU_COMBINED);
-	AP_CHECK_NEAR(d.change, 4000, 0, 0);
-	AP_CHECK_NEAR(d.lo, 3500 - 2500, 0, 0);
-	AP_CHECK_NEAR(d.hi, 7000 - 400, 0, 0);
-	AP_CHECK(d.significant);
-	/* Overlapping intervals: not significant. */
-	n = side(2000, 1e5, 5, 900, 4000);
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK(!d.significant);
-	/* One side with many samples still combines while the other has few. */
-	b.samples = 10 * AP_NB_MAX_SAMPLES;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK_EQ_INT(d.method, VU_COMBINED);
-}
-
-AP_TEST(an_exact_side_enters_the_combination_as_a_point)
-{
-	vu_side b = {.bytes = 100, .exact = true, .lo = (double)NAN, .hi = (double)NAN};
-	vu_side n = side(5000, 1e6, 2, 3000, 9000);
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK_EQ_INT(d.method, VU_COMBINED);
-	AP_CHECK_NEAR(d.lo, 2900, 0, 0);
-	AP_CHECK_NEAR(d.hi, 8900, 0, 0);
-}
-
-AP_TEST(the_point_estimate_stays_inside_the_interval)
-{
-	/* Sides whose own intervals exclude their estimate (rounding). */
-	vu_side b = side(100, 1, 1, 101, 200), n = side(50, 1, 1, 60, 70);
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), 0);
-	AP_CHECK(d.lo <= d.change && d.change <= d.hi);
-}
-
-AP_TEST(bad_levels_and_nan_inputs_are_rejected)
-{
-	vu_side b = side(1, 1, AP_NB_MAX_SAMPLES, 0, 2),
-		n = side(2, 1, AP_NB_MAX_SAMPLES, 0, 3);
-	vu_diff d;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0, &d), AP_EINVAL);
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 1, &d), AP_EINVAL);
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, (double)NAN, &d), AP_EINVAL);
-	AP_CHECK(isnan(d.change));
-	n.bytes = (double)NAN;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
-	n.bytes = 2;
-	n.var_bytes = -1;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
-	n.var_bytes = 1;
-	n.samples = 2;
-	n.hi = (double)NAN;
-	AP_CHECK_EQ_INT(vu_diff_interval(&b, &n, 0.95, &d), AP_EINVAL);
-}
-
-AP_TEST(side_level_is_the_square_root)
-{
-	AP_CHECK_NEAR(vu_side_level(0.95), 0.974679434480896, 1e-12, 0);
-	AP_CHECK(isnan(vu_side_level(1.0)));
-	AP_CHECK(isnan(vu_side_level(-0.5)));
-}
-
-AP_TEST(nothing_sampled_is_bounded_by_one_sample)
-{
-	/* P(no sample | N bytes) = q^N; the NB bound from one sample at the
-	 * (1+L)/2 quantile is ~ R ln(2/(1-L)) = R ln 40 at L = 0.95. */
-	double R = 524288;
-	double u = vu_empty_upper(R, 0.95);
-	AP_CHECK_NEAR(u, R * log(40.0), 1e-4, 2);
-	AP_CHECK_NEAR(vu_empty_upper(1, 0.95), 0, 0, 0);
-	AP_CHECK(isnan(vu_empty_upper(0.5, 0.95)));
-	AP_CHECK(isnan(vu_empty_upper(R, 1.5)));
-	AP_CHECK(isnan(vu_empty_upper((double)NAN, 0.95)));
-}
 
 static char *frame_string(const char *name, bool first)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "allocprof/codec.h"
+#include "allocprof/estimate.h"
 #include "allocprof/heapv2.h"
 #include "allocprof/hist.h"
 #include "allocprof/profile.h"
@@ -17,10 +18,16 @@
 /* Each value lands at the sample type ap_profile_init_heap gives it. */
 AP_TEST(values_follow_the_heap_sample_types)
 {
+	/* var2 sums are stored in ap_var2_encode units of the rate:
+	 * 2^32 var2 / R^4, so at R = 4096 a var2 of k * 2^16 stores k. */
 	ap_heap_sums a = { .objects = 11, .space = 12, .u = 13, .space_var = 14,
-			   .objects_var = 15, .usable = 16, .samples = 17 };
+			   .objects_var = 15, .usable = 16, .samples = 17,
+			   .exact = 18, .space_var2 = 19 * 65536.0,
+			   .objects_var2 = 20 * 65536.0 };
 	ap_heap_sums u = { .objects = 21, .space = 22, .u = 23, .space_var = 24,
-			   .objects_var = 25, .usable = 26, .samples = 27 };
+			   .objects_var = 25, .usable = 26, .samples = 27,
+			   .exact = 28, .space_var2 = 29 * 65536.0,
+			   .objects_var2 = 30 * 65536.0 };
 	static const struct {
 		const char *type;
 		int64_t want;
@@ -32,13 +39,16 @@ AP_TEST(values_follow_the_heap_sample_types)
 		{ AP_ST_INUSE_SPACE, 22 }, { AP_ST_INUSE_U, 23 },
 		{ AP_ST_INUSE_SPACE_VAR, 24 }, { AP_ST_INUSE_OBJECTS_VAR, 25 },
 		{ AP_ST_INUSE_USABLE, 26 }, { AP_ST_INUSE_SAMPLES, 27 },
+		{ AP_ST_ALLOC_EXACT, 18 }, { AP_ST_ALLOC_SPACE_VAR2, 19 },
+		{ AP_ST_ALLOC_OBJECTS_VAR2, 20 }, { AP_ST_INUSE_EXACT, 28 },
+		{ AP_ST_INUSE_SPACE_VAR2, 29 }, { AP_ST_INUSE_OBJECTS_VAR2, 30 },
 	};
 	ap_profile *p;
 	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 4096), 0);
 	AP_CHECK_EQ_U64(p->nsample_types, AP_HEAP_NVALUES);
 	int64_t v[AP_HEAP_NVALUES];
-	ap_heap_sums_encode(&a, &u, v);
+	ap_heap_sums_encode(&a, &u, 4096, 1, v);
 	for (size_t i = 0; i < AP_HEAP_NVALUES; i++) {
 		int k = ap_profile_find_sample_type(p, exp[i].type);
 		AP_CHECK_MSG(k >= 0 && v[k] == exp[i].want, "%s: index %d",
@@ -47,29 +57,53 @@ AP_TEST(values_follow_the_heap_sample_types)
 	ap_profile_destroy(p);
 }
 
-AP_TEST(values_are_rounded_and_residue_is_zero)
+AP_TEST(whole_values_are_kept_and_residue_is_zero)
 {
-	ap_heap_sums a = { .objects = 2.5000001, .space = 0.5, .u = -1e-9,
+	ap_heap_sums a = { .objects = 3, .space = 4096, .u = -1e-9,
 			   .space_var = 1e300, .objects_var = (double)NAN,
-			   .usable = 0.50001, .samples = 3 };
+			   .usable = 0, .samples = 3 };
 	int64_t v[AP_HEAP_NVALUES];
-	ap_heap_sums_encode(&a, &a, v);
-	AP_CHECK_EQ_INT(v[0], 3);
-	AP_CHECK_EQ_INT(v[1], 0);          /* 0.5 is residue, not one byte */
+	ap_heap_sums_encode(&a, &a, 4096, 7, v);
+	AP_CHECK_EQ_INT(v[0], 3);          /* whole values round to themselves */
+	AP_CHECK_EQ_INT(v[1], 4096);
 	AP_CHECK_EQ_INT(v[5], 0);          /* negative residue */
 	AP_CHECK_EQ_INT(v[6], INT64_MAX);  /* saturates */
 	AP_CHECK_EQ_INT(v[7], 0);          /* NaN */
-	AP_CHECK_EQ_INT(v[12], 1);
+	AP_CHECK_EQ_INT(v[12], 0);
 	AP_CHECK_EQ_INT(v[4], 3);
 	/* An inuse view whose samples were all freed reports 0 everywhere,
 	 * whatever float residue its sums kept. */
 	ap_heap_sums freed = { .objects = 3.0000000001, .space = 7,
 			       .u = 2, .space_var = 1, .objects_var = 1,
-			       .usable = 9, .samples = 0 };
-	ap_heap_sums_encode(&a, &freed, v);
-	static const int inuse[] = { 2, 3, 8, 9, 10, 11, 13 };
+			       .usable = 9, .samples = 0, .exact = 4,
+			       .space_var2 = 1, .objects_var2 = 1 };
+	ap_heap_sums_encode(&a, &freed, 4096, 7, v);
+	static const int inuse[] = { 2, 3, 8, 9, 10, 11, 13, 17, 18, 19 };
 	for (size_t i = 0; i < sizeof inuse / sizeof inuse[0]; i++)
 		AP_CHECK_EQ_INT(v[inuse[i]], 0);
+}
+
+/*
+ * Fractions are rounded without bias: over many lines (keys) the written
+ * objects average the true 1.2 (a weight of an object sampled with
+ * probability 1/1.2), where round-to-nearest would write 1 every time.
+ * n = 20000 keys: the mean's SD is sqrt(0.2 * 0.8 / n) = 0.0028, so 4 SD
+ * is 0.0113. The same key always writes the same value.
+ */
+AP_TEST(fractions_round_without_bias)
+{
+	const int n = 20000;
+	double sum = 0;
+	for (int i = 0; i < n; i++) {
+		ap_heap_sums a = { .objects = 1.2, .space = 1.2, .samples = 1 };
+		int64_t v[AP_HEAP_NVALUES], w[AP_HEAP_NVALUES];
+		uint64_t key = ap_round_key(NULL, 0, (uint32_t)i) ^ 0x5eed;
+		ap_heap_sums_encode(&a, &a, 4096, key, v);
+		ap_heap_sums_encode(&a, &a, 4096, key, w);
+		AP_CHECK(v[0] == w[0] && (v[0] == 1 || v[0] == 2));
+		sum += (double)v[0];
+	}
+	AP_CHECK_NEAR(sum / n, 1.2, 0, 0.0113);
 }
 
 static ap_hist_snap *sample_snap(void)
@@ -205,7 +239,7 @@ AP_TEST(decode_any_reads_every_supported_format)
 	ap_heap_sums a = { .objects = 4, .space = 40960, .u = 100,
 			   .samples = 2, .usable = 40960 };
 	int64_t v[AP_HEAP_NVALUES];
-	ap_heap_sums_encode(&a, &a, v);
+	ap_heap_sums_encode(&a, &a, 4096, 1, v);
 	AP_CHECK_EQ_INT(ap_profile_add_sample(p, &id, 1, v, NULL, 0), 0);
 	char *text;
 	size_t tlen;

@@ -76,7 +76,7 @@ AP_TEST(rate_one_report_equals_truth)
 			AP_CHECK_EQ_U64(s->stat.objects, wanto);
 			AP_CHECK_EQ_U64(s->stat.objects_lo, wanto);
 			AP_CHECK_EQ_U64(s->stat.samples, wanto);
-			AP_CHECK(s->stat.method == HV_EXACT);
+			AP_CHECK(s->stat.method == AP_CI_EXACT);
 			AP_CHECK(!strcmp(s->file, three[i].file));
 			AP_CHECK_EQ_INT(s->line, three[i].line);
 			/* malloc dropped: the stack starts at the site */
@@ -185,8 +185,14 @@ AP_TEST(stat_finish_edge_cases)
 {
 	hv_stat s;
 	memset(&s, 0, sizeof s);
+	/* no sample: not "exact" but the zero-sample bound of its rate,
+	 * ln(0.05) / ln(1 - 1/R) ~ 3.0 R bytes, objects unbounded without a
+	 * size floor (STATISTICS.md section 5) */
+	s.rate_max = 524288;
 	hv_stat_finish(&s, 0.95);
-	AP_CHECK(s.method == HV_EXACT && s.bytes_lo == 0 && s.bytes_hi == 0);
+	AP_CHECK(s.method == AP_CI_NONE && s.bytes_lo == 0);
+	AP_CHECK_NEAR(s.bytes_hi, log(0.05) / log1p(-1.0 / 524288), 1e-9, 0);
+	AP_CHECK(isinf(s.objects_hi));
 	/* one sample at R = 512 KiB of a 100-byte object: NB interval, wide */
 	memset(&s, 0, sizeof s);
 	double pi = ap_prob_sampled(100, 524288);
@@ -199,7 +205,7 @@ AP_TEST(stat_finish_edge_cases)
 	s.rates[0] = (ap_nb_group){1, 50, 524288};
 	s.nrates = 1;
 	hv_stat_finish(&s, 0.95);
-	AP_CHECK(s.method == HV_NB);
+	AP_CHECK(s.method == AP_CI_NB);
 	AP_CHECK(s.bytes_lo <= s.bytes && s.bytes <= s.bytes_hi);
 	AP_CHECK(s.bytes_hi > 5 * s.bytes_lo);
 	AP_CHECK(s.objects_lo < s.objects && s.objects < s.objects_hi);
@@ -301,7 +307,7 @@ AP_TEST(go_profile_is_read_approximately)
 	const hv_stat *t = hv_total(v);
 	AP_CHECK_EQ_U64(t->bytes, 2048000);
 	AP_CHECK_EQ_U64(t->samples, 4); /* 2000 * (1 - exp(-1024/524288)) = 3.9 */
-	AP_CHECK(t->method == HV_NB && t->bytes_lo < t->bytes && t->bytes < t->bytes_hi);
+	AP_CHECK(t->method == AP_CI_NB && t->bytes_lo < t->bytes && t->bytes < t->bytes_hi);
 	hv_destroy(v);
 	/* usable view needs the usable types: a clear error */
 	hv_options o;

@@ -587,7 +587,8 @@ AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
 	const double rate = 1000;
 	static const uint64_t sizes[] = { 100, 100, 700, 4000, 30 };
 	static const uint64_t offsets[] = { 10, 99, 0, 2500, 29 };
-	double bytes = 0, objects = 0, var_b = 0, var_o = 0, u = 0;
+	double bytes = 0, objects = 0, var_b = 0, var_o = 0, u = 0, var2_b = 0,
+	       var2_o = 0;
 	for (size_t i = 0; i < 5; i++) {
 		ap_sample_info in;
 		memset(&in, 0, sizeof in);
@@ -604,6 +605,8 @@ AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
 		objects += w;
 		var_b += (w * w - w) * z * z;
 		var_o += w * w - w;
+		var2_b += pow((w * w - w) * z * z, 2);
+		var2_o += pow(w * w - w, 2);
 		u += (double)(sizes[i] - offsets[i]);
 	}
 	AP_CHECK_EQ_INT(start_on(&f, "0", (uint64_t)rate), 0);
@@ -620,9 +623,14 @@ AP_TEST(metrics_intervals_follow_the_report_rules_on_summed_inputs)
 	AP_CHECK_EQ_U64(ni.zero + ni.buckets, ni.count);
 	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
 	http_server_stop(f.s);
+	/* the row rule every view uses (estimate.h), on the summed inputs */
 	ap_interval ib, io;
-	AP_CHECK_EQ_INT(ap_bytes_interval(5, u, rate, bytes, var_b, 0.95, &ib, NULL), 0);
-	AP_CHECK_EQ_INT(ap_objects_interval(5, objects, var_o, 0.95, &io), 0);
+	ap_row row = {.samples = 5, .u = u, .bytes = bytes, .var_bytes = var_b,
+		      .var2_bytes = var2_b, .objects = objects,
+		      .var_objects = var_o, .var2_objects = var2_o,
+		      .rate = rate};
+	AP_CHECK_EQ_INT(ap_row_bytes_interval(&row, 0.95, &ib, NULL), 0);
+	AP_CHECK_EQ_INT(ap_row_objects_interval(&row, 0.95, &io, NULL), 0);
 	const char *t = R.body;
 	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_total"), bytes, 1e-12, 0);
 	AP_CHECK_NEAR(text_metric(t, "allocprof_allocated_bytes_lower{level=\"0.95\"}"), ib.lo,
@@ -698,12 +706,13 @@ AP_TEST(an_empty_profile_still_gives_complete_metrics_and_profiles)
 	AP_CHECK_EQ_INT(R.status, 200);
 	AP_CHECK(text_metric(R.body, "allocprof_allocated_bytes_total") == 0);
 	AP_CHECK(text_metric(R.body, "allocprof_inuse_objects") == 0);
-	/* No sample yet bounds nothing below but not zero above: up to about
-	 * 3.7 R bytes (the 97.5% quantile of one NB failure count) may have
-	 * gone by unsampled. */
+	/* No sample yet: the one zero-sample rule (STATISTICS.md section 5),
+	 * bytes up to ln(0.05) / ln(1 - 1/R) ~ 3.0 R, objects unbounded
+	 * (+Inf: no size floor). */
 	AP_CHECK(text_metric(R.body, "allocprof_allocated_bytes_lower{level=\"0.95\"}") == 0);
 	double hi = text_metric(R.body, "allocprof_allocated_bytes_upper{level=\"0.95\"}");
-	AP_CHECK_MSG(hi > 3 * 524288 && hi < 4 * 524288, "upper %g", hi);
+	AP_CHECK_NEAR(hi, log(0.05) / log1p(-1.0 / 524288), 1e-12, 0);
+	AP_CHECK(strstr(R.body, "allocprof_allocated_objects_upper{level=\"0.95\"} +Inf\n"));
 	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_bucket{le=\"+Inf\"} 0\n"));
 	AP_CHECK(strstr(R.body, "allocprof_allocation_size_bytes_count 0\n"));
 	AP_CHECK_EQ_INT(get(f.port, "/metrics",

@@ -185,10 +185,13 @@ AP_TEST(init_heap_sets_types_and_period)
 	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 0), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 524288), 0);
-	AP_CHECK_EQ_U64(p->nsample_types, 14);
+	AP_CHECK_EQ_U64(p->nsample_types, AP_HEAP_NVALUES);
 	AP_CHECK_EQ_INT(ap_profile_find_sample_type(p, AP_ST_ALLOC_OBJECTS), 0);
 	AP_CHECK_EQ_INT(ap_profile_find_sample_type(p, AP_ST_INUSE_SPACE), 3);
 	AP_CHECK_EQ_INT(ap_profile_find_sample_type(p, AP_ST_INUSE_USABLE), 13);
+	AP_CHECK_EQ_INT(ap_profile_find_sample_type(p, AP_ST_ALLOC_EXACT), 14);
+	AP_CHECK_EQ_INT(ap_profile_find_sample_type(p, AP_ST_INUSE_OBJECTS_VAR2),
+			19);
 	AP_CHECK(strcmp(ap_profile_string(p, p->period_type.type), "space") == 0);
 	AP_CHECK(strcmp(ap_profile_string(p, p->sample_types[1].unit), "bytes") == 0);
 	AP_CHECK_EQ_INT(p->period, 524288);
