@@ -12,8 +12,8 @@
  * intercepts, and so tests can inject allocation failures. NULL means libc.
  *
  * Documents: the headers cite allocprof's documents by file name
- * (STATISTICS.md, HISTOGRAMS.md, FORMATS.md) and its sources as [R1], [R2],
- * ... (REFERENCES.md lists each with its public address). They are in the
+ * (STATISTICS.md, HISTOGRAMS.md) and its sources as [R1], [R2], ...
+ * (REFERENCES.md lists each with its public address). They are in the
  * source tree's docs/ and are installed with the headers, in
  * share/doc/allocprof.
  */

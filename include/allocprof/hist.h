@@ -339,7 +339,7 @@ AP_API bool ap_hist_snap_equal(const ap_hist_snap *a, const ap_hist_snap *b);
  */
 AP_API void ap_hist_buffer_free(const ap_allocator *alloc, void *p, size_t len);
 
-/* Compact binary form, versioned (HISTOGRAMS.md, FORMATS.md). */
+/* Compact binary form, versioned (HISTOGRAMS.md). */
 AP_API int ap_hist_encode(const ap_hist_snap *s, const ap_allocator *alloc,
 			  unsigned char **out, size_t *len);
 /*
