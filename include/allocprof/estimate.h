@@ -18,7 +18,7 @@
  * The switch is at 100, not 30: with 30-60 samples of small objects the
  * normal interval covers only ~0.936-0.942 at a nominal 0.95 (skewed
  * weights), while the NB interval covers >= 0.95 at any count
- * (allocprof's Monte Carlo tests; STATISTICS.md).
+ * (tests/stats, docs/STATISTICS.md).
  *
  * All functions are pure (no global state, thread-safe) and never abort.
  * Value-returning functions return NaN for invalid input; int-returning ones

@@ -135,7 +135,7 @@ AP_API int ap_hist_recorder_add_many(ap_hist_recorder *r, const uint64_t *v,
  * does (same counts, sum, sum of squares, min, max) but its common case is
  * compiled into the caller: no call, and the recorder's fields stay
  * addressed off one register across a loop. Use it in a thread's own hot
- * loop when the record cost matters (HISTOGRAMS.md has the numbers);
+ * loop when the record cost matters (docs/HISTOGRAMS.md has the numbers);
  * elsewhere ap_hist_recorder_add is as good.
  *
  * To allow this the header publishes the hot part of a recorder, struct
