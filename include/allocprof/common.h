@@ -10,6 +10,12 @@
  * Memory: modules that allocate take an ap_allocator so that the preload
  * runtime can hand them its own mmap-backed arena instead of the malloc it
  * intercepts, and so tests can inject allocation failures. NULL means libc.
+ *
+ * Documents: the headers cite allocprof's documents by file name
+ * (STATISTICS.md, HISTOGRAMS.md) and its sources as [R1], [R2], ...
+ * (REFERENCES.md lists each with its public address). They are in the
+ * source tree's docs/ and are installed with the headers, in
+ * share/doc/allocprof.
  */
 #ifndef ALLOCPROF_COMMON_H
 #define ALLOCPROF_COMMON_H

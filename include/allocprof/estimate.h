@@ -2,7 +2,7 @@
  * allocprof/estimate.h: turning sampled allocations into unbiased estimates
  * with confidence intervals.
  *
- * Model (docs/STATISTICS.md, [R1] and [R4]): every allocated byte is a
+ * Model (STATISTICS.md, [R1] and [R4]): every allocated byte is a
  * Bernoulli trial with success probability p = 1/R, R the mean sampling
  * interval in bytes. An allocation of Z bytes is sampled with probability
  * pi(Z) = 1 - (1 - 1/R)^Z. Two estimators follow:
@@ -166,7 +166,7 @@ AP_API int ap_nb_interval(uint64_t samples, double u, double rate,
  * Per-rate groups of a merged profile (profiles sampled at different rates).
  * The NB interval is exact only within one rate; across groups the failure
  * counts are summed and approximated by one NB with matched mean and
- * variance (docs/STATISTICS.md, "merged profiles").
+ * variance (STATISTICS.md, "merged profiles").
  */
 typedef struct ap_nb_group {
 	uint64_t samples;
@@ -177,7 +177,7 @@ typedef struct ap_nb_group {
  * As ap_nb_interval over n groups (n = 1 is exactly ap_nb_interval; groups
  * of one rate pool exactly). open_start / open_end apply per group (each
  * group one window). Mixed rates are approximate: the lower bound errs low
- * (conservative), the upper within a few percent (tests/unit/estimate_test.c).
+ * (conservative), the upper within a few percent (allocprof's unit tests).
  * AP_EINVAL for n = 0, NULL groups or any invalid group.
  */
 AP_API int ap_nb_interval_groups(const ap_nb_group *groups, size_t n,
@@ -233,7 +233,7 @@ AP_API double ap_count_estimate(uint64_t count, double rate);
 /*
  * Values to write in a jemalloc heap_v2 line so that jeprof, which scales
  * each line by 1 / (1 - exp(-avg/R)) with avg = bytes/objects, prints the
- * already unbiased (objects, bytes) (docs/STATISTICS.md section 3). The
+ * already unbiased (objects, bytes) (STATISTICS.md section 3). The
  * count is an integer c >= 1 whenever bytes > 0, so both printed values are
  * off by the same rounding factor, between c/(c+0.5) and c/(c-0.5) (for a
  * profile c is about the sample count, so this stays well inside the

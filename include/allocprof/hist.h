@@ -1,6 +1,7 @@
 /*
  * allocprof/hist.h: log-linear histograms of uint64 values with a bounded
- * relative error (BIND's hg64 proposal, [R5]; docs/DESIGN.md).
+ * relative error, after Tony Finch's hg64 proposal for BIND ([R5],
+ * https://github.com/fanf2/hg64).
  *
  * A value v is counted in the bucket of its sigbits+1 most significant bits:
  * every bucket [lo, hi] has (hi - lo) / lo < 2^-sigbits, and values below
@@ -8,7 +9,7 @@
  * 7: ~0.8%, 10: ~0.1%). Next to the buckets every histogram keeps the exact
  * count, minimum, maximum, 128-bit sum and 128-bit sum of squares (the
  * latter saturates, with a flag; then the standard deviation falls back to
- * an estimate from the buckets, see docs/HISTOGRAMS.md).
+ * an estimate from the buckets, see HISTOGRAMS.md).
  *
  * Three objects:
  *   ap_hist           the live histogram. ap_hist_add* may be called from any
@@ -167,7 +168,7 @@ AP_API bool ap_hist_snap_sumsq(const ap_hist_snap *s, uint64_t *hi,
 AP_API double ap_hist_snap_mean(const ap_hist_snap *s);
 /*
  * Population standard deviation sqrt(sum (x - mean)^2 / n), from the exact
- * integer moments (docs/HISTOGRAMS.md); if the sum of squares saturated, an
+ * integer moments (HISTOGRAMS.md); if the sum of squares saturated, an
  * estimate from the buckets. NaN when empty.
  */
 AP_API double ap_hist_snap_stddev(const ap_hist_snap *s);
@@ -239,7 +240,7 @@ AP_API bool ap_hist_snap_equal(const ap_hist_snap *a, const ap_hist_snap *b);
  */
 AP_API void ap_hist_buffer_free(const ap_allocator *alloc, void *p, size_t len);
 
-/* Compact binary form, versioned (docs/HISTOGRAMS.md). */
+/* Compact binary form, versioned (HISTOGRAMS.md). */
 AP_API int ap_hist_encode(const ap_hist_snap *s, const ap_allocator *alloc,
 			  unsigned char **out, size_t *len);
 /*

@@ -1,7 +1,7 @@
 /*
  * allocprof/sampler.h: per-byte random allocation sampling.
  *
- * Model (docs/STATISTICS.md section 1; [R1] jemalloc, [R3]
+ * Model (STATISTICS.md section 1; [R1] jemalloc, [R3]
  * heapprofd, [R4] .NET AllocationSampled): every allocated byte is a Bernoulli
  * trial with success probability p; an allocation is sampled when one of its
  * bytes succeeds. Instead of flipping a coin per byte, the sampler keeps
@@ -220,7 +220,7 @@ AP_API void ap_sampler_redraw(ap_sampler *s);
  * `anchor` are charged at the next ap_bump_slow / ap_bump_sync. The bytes of
  * a region left unused at refill are never charged, so the bump allocator
  * samples exactly the objects that ap_sampler_should_sample would for the
- * same sequence of sizes and seed (tests/unit/combined_limit_test.c).
+ * same sequence of sizes and seed (allocprof's unit tests).
  */
 typedef struct ap_bump {
 	uintptr_t ptr;            /* next free byte (alloc_ptr) */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # allocprof ci: the negative-binomial interval from the command line. Checks
 # [R4]'s worked example (s = 8, u = 10908, R = 102400, C = 0.95 gives
-# [353666 + u, 1476870 + u], +-2 for the seed's rounding), the exact JSON
+# [353666 + u, 1476870 + u], +-2 for [R4]'s rounding), the exact JSON
 # shape, the open-window compensation, R = 1, and that every bad or missing
 # argument exits 1 with exactly one line on stderr and nothing on stdout.
 set -euo pipefail
@@ -16,9 +16,9 @@ EXPECT_DIR=$tmp
 # within A B TOL: |A - B| <= TOL (integers).
 within() { local d=$(( $1 - $2 )); [ "${d#-}" -le "$3" ]; }
 
-# --- the seed's example, text and JSON ---------------------------------------
+# --- [R4]'s example, text and JSON -------------------------------------------
 "$cli" ci --samples 8 --u 10908 --rate 102400 > "$tmp/out" ||
-	fail "seed example exited $?"
+	fail "[R4] example exited $?"
 grep -q '^estimate: 830100 bytes$' "$tmp/out" || fail "text estimate: $(cat "$tmp/out")"
 grep -q '^95% interval: \[' "$tmp/out" || fail "text interval: $(cat "$tmp/out")"
 
@@ -26,8 +26,8 @@ grep -q '^95% interval: \[' "$tmp/out" || fail "text interval: $(cat "$tmp/out")
 re='^\{"samples":8,"u":10908,"rate":102400,"level":0\.95,"estimate":830100,"lo":([0-9]+),"hi":([0-9]+)\}$'
 [[ "$(cat "$tmp/json")" =~ $re ]] || fail "JSON shape: $(cat "$tmp/json")"
 lo=${BASH_REMATCH[1]} hi=${BASH_REMATCH[2]}
-within "$lo" 364574 2 || fail "seed lower bound $lo, want 364574 +-2"
-within "$hi" 1487778 2 || fail "seed upper bound $hi, want 1487778 +-2"
+within "$lo" 364574 2 || fail "[R4] lower bound $lo, want 364574 +-2"
+within "$hi" 1487778 2 || fail "[R4] upper bound $hi, want 1487778 +-2"
 [ "$(wc -l < "$tmp/json")" = 1 ] || fail "JSON is not one line"
 
 # --- level and open ends move the bounds the right way -----------------------

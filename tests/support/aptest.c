@@ -61,8 +61,11 @@ const char *ap_test_datadir(void)
 #ifdef AP_TESTDATA_DEFAULT
 	if (!d)
 		d = AP_TESTDATA_DEFAULT;
+#else
+	/* No fallback to guess: the tables live in tests/data only. */
+#error "AP_TESTDATA_DEFAULT must name tests/data (tests/CMakeLists.txt)"
 #endif
-	return d ? d : "../shared/testdata";
+	return d;
 }
 
 const char *ap_test_bindir(void)

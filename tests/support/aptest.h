@@ -26,7 +26,7 @@ typedef void (*ap_test_fn)(void);
 void ap_test_register(const char *name, ap_test_fn fn);
 void ap_test_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Directory of shared/testdata (from AP_TESTDATA_DIR or the build default). */
+/* Directory of the reference tables: AP_TESTDATA_DIR, else tests/data. */
 const char *ap_test_datadir(void);
 /* Directory holding build outputs (allocprof, liballocprof_preload.so). */
 const char *ap_test_bindir(void);
