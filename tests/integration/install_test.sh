@@ -21,10 +21,11 @@ for f in bin/allocprof include/allocprof/sampler.h include/allocprof/profile.h \
 	[ -e "$tmp/prefix/$f" ] || fail "missing $f"
 done
 # The installed file list: nothing from demo/ (a development aid, not a
-# product) -- and nothing unexpected elsewhere.
+# product) -- and nothing unexpected elsewhere (the docs, which installed
+# headers cite by name, go to share/doc/allocprof).
 (cd "$tmp/prefix" && find . -type f -o -type l | sed 's|^\./||' | sort) >"$tmp/files"
 grep -i demo "$tmp/files" && fail "a demo program is installed"
-unexpected=$(grep -Ev '^(bin/allocprof|include/allocprof/[a-z_0-9]+\.h|lib[^/]*/(liballocprof[._].*|pkgconfig/allocprof\.pc|cmake/allocprof/allocprof[A-Za-z-]*\.cmake)|share/man/man1/allocprof\.1)$' "$tmp/files" || true)
+unexpected=$(grep -Ev '^(bin/allocprof|include/allocprof/[a-z_0-9]+\.h|lib[^/]*/(liballocprof[._].*|pkgconfig/allocprof\.pc|cmake/allocprof/allocprof[A-Za-z-]*\.cmake)|share/man/man1/allocprof\.1|share/doc/allocprof/[A-Za-z_]+\.md)$' "$tmp/files" || true)
 [ -z "$unexpected" ] || fail "unexpected installed files: $unexpected"
 pc=$(find "$tmp/prefix" -name allocprof.pc)
 [ -n "$pc" ] || fail "no allocprof.pc installed"
