@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		double v[14] = {k / pi, k * z / pi, k / pi, k * z / pi, k, k * z / 2,
 				k * vo * z * z, k * vo, k, k * z / 2, k * vo * z * z, k * vo,
 				k * z / pi, k * z / pi};
-		int64_t vals[14];
+		int64_t vals[AP_HEAP_NVALUES] = {0};
 		for (int j = 0; j < 14; j++)
 			vals[j] = (int64_t)(v[j] + 0.5);
 		ap_label lb = {kbytes, 0, (int64_t)size, kbytes};

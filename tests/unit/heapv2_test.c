@@ -62,7 +62,7 @@ static ap_profile *make_heap(const int64_t (*vals)[4], size_t n)
 				     .address = 0x401000 + 16 * i };
 		uint64_t st[2] = { 0, caller };
 		rc = ap_profile_add_location(p, &leaf, &st[0]);
-		int64_t v[14] = { vals[i][0], vals[i][1], vals[i][2], vals[i][3] };
+		int64_t v[AP_HEAP_NVALUES] = { vals[i][0], vals[i][1], vals[i][2], vals[i][3] };
 		if (!rc)
 			rc = ap_profile_add_sample(p, st, 2, v, NULL, 0);
 	}
@@ -245,7 +245,7 @@ AP_TEST(jeprof_scaling_uses_the_size_label_for_large_objects)
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, (int64_t)R), 0);
 	double z = 1048576, pi = -expm1(z * log1p(-1.0 / R));
 	int64_t bytes = llround(z / pi);
-	int64_t v[14] = { 1, bytes, 1, bytes };
+	int64_t v[AP_HEAP_NVALUES] = { 1, bytes, 1, bytes };
 	ap_location leaf = { .address = 0x401000 };
 	uint64_t id;
 	AP_CHECK_EQ_INT(ap_profile_add_location(p, &leaf, &id), 0);
@@ -271,7 +271,7 @@ AP_TEST(rate_1_uses_the_exact_object_column_for_mixed_sizes)
 	ap_profile *p;
 	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 1), 0);
-	int64_t v[14] = { 6, 1203000, 3, 604000 };
+	int64_t v[AP_HEAP_NVALUES] = { 6, 1203000, 3, 604000 };
 	ap_location leaf = { .address = 0x401000 };
 	uint64_t id;
 	AP_CHECK_EQ_INT(ap_profile_add_location(p, &leaf, &id), 0);
@@ -526,7 +526,7 @@ AP_TEST(empty_stack_written_as_null_address)
 	ap_profile *p, *q;
 	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, (int64_t)R), 0);
-	int64_t v[14] = { 1, 1000000, 1, 1000000 };
+	int64_t v[AP_HEAP_NVALUES] = { 1, 1000000, 1, 1000000 };
 	AP_CHECK_EQ_INT(ap_profile_add_sample(p, NULL, 0, v, NULL, 0), 0);
 	char *txt;
 	size_t len;

@@ -517,7 +517,7 @@ AP_TEST(runtime_frames_are_dropped_by_mapping)
 		ap_location l = {0, i ? 0 : mid, 0x7100 + (uint64_t)i, &ln, 1, false};
 		AP_CHECK(ap_profile_add_location(p, &l, &locs[i]) == 0);
 	}
-	int64_t vals[14] = {0};
+	int64_t vals[AP_HEAP_NVALUES] = {0};
 	vals[ap_profile_find_sample_type(p, AP_ST_ALLOC_OBJECTS)] = 1;
 	vals[ap_profile_find_sample_type(p, AP_ST_ALLOC_SPACE)] = 10;
 	AP_CHECK(ap_profile_add_sample(p, locs, 2, vals, NULL, 0) == 0);

@@ -534,8 +534,8 @@ static int write_sample_profile(const char *path)
 	 * load_index: 10 x 1 MiB allocated and live. */
 	uint64_t st1[] = { loc[0], loc[1], loc[3] };
 	uint64_t st2[] = { loc[0], loc[2], loc[3] };
-	int64_t v1[14] = { 2000, 2048000, 500, 512000 };
-	int64_t v2[14] = { 10, 10485760, 10, 10485760 };
+	int64_t v1[AP_HEAP_NVALUES] = { 2000, 2048000, 500, 512000 };
+	int64_t v2[AP_HEAP_NVALUES] = { 10, 10485760, 10, 10485760 };
 	ap_label l1 = { .key = S(p, "bytes"), .num = 1024,
 			.num_unit = S(p, "bytes") };
 	ap_label l2 = l1;

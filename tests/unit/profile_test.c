@@ -238,7 +238,7 @@ static int build_small(ap_profile *p)
 				    .lines = &ln, .nlines = 1 };
 		if ((rc = ap_profile_add_location(p, &loc, &lid)))
 			return rc;
-		int64_t v[14] = { i, i * 10 };
+		int64_t v[AP_HEAP_NVALUES] = { i, i * 10 };
 		if ((rc = ap_profile_add_sample(p, &lid, 1, v, NULL, 0)))
 			return rc;
 		char c[32];
