@@ -117,6 +117,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 			fail "promtool check metrics: $(head -5 "$HTMP/promtool.out")"
 	else
 		echo "note: promtool not installed, lint skipped" >&2
+		partial=1
 	fi
 	# 64 x 64 KiB stay alive: 4 MiB. At R = 64 KiB (rate= below) each
 	# buffer is sampled with probability pi = 1 - exp(-1) ~ 0.632, the
@@ -216,5 +217,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	ADDR=$(cat "$f")
 	[ "$(fetch /metrics /dev/null)" = 200 ] || fail "port file $f: $ADDR does not answer"
 	stop_prog pp "$pp"
+	# The lint not run makes the test a skip, never a pass.
+	[ "${partial:-0}" = 0 ] || skip "promtool not installed (Debian package prometheus)"
 	echo "http endpoints: ok"
 fi
