@@ -15,7 +15,6 @@
 #include "http.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -33,9 +32,11 @@
 #include "allocprof/options.h"
 #include "allocprof/profile.h"
 #include "dump.h"
+#include "http_pprof.h"
 #include "log.h"
 
-enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
+/* C_WAIT: a delta profile (?seconds=N) holds its start until deadline_ns. */
+enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN, C_WAIT };
 
 #define DRAIN_MS 1000
 #define ACCEPT_PAUSE_MS 100
@@ -49,6 +50,10 @@ typedef struct conn {
 	size_t want; /* head + body bytes awaited; 0 = head not complete yet */
 	http_buf out;
 	size_t out_off;
+	/* C_WAIT: the profile at the window's start, in its own arena. */
+	arena scratch;
+	ap_profile *base;
+	bool allocs, head;
 } conn;
 
 struct http_server {
@@ -122,6 +127,10 @@ static void respond_text(conn *c, int status, const char *extra, const char *msg
 
 /* ---- routes --------------------------------------------------------------- */
 
+static void conn_close(http_server *s, conn *c);
+static void conn_write(http_server *s, conn *c);
+static void blurt(int fd, int status);
+
 enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_SYMBOL, R_NONE };
 
 static enum route route_of(httpreq_str path)
@@ -148,35 +157,23 @@ static const char index_html[] =
 	"<li><a href=\"metrics\">metrics</a>: Prometheus metrics</li>\n"
 	"</ul>\n</body></html>\n";
 
-static const char pprof_html[] =
-	"<!DOCTYPE html>\n<html><head><title>/debug/pprof/</title></head><body>\n"
-	"<h1>/debug/pprof/</h1>\n<p>Profiles (gzip'd pprof; "
-	"<code>go tool pprof http://HOST:PORT/debug/pprof/heap</code>):</p>\n<ul>\n"
-	"<li><a href=\"/debug/pprof/allocs\">allocs</a>: everything allocated since "
-	"the start (default sample type alloc_space)</li>\n"
-	"<li><a href=\"/debug/pprof/heap\">heap</a>: memory in use now (default "
-	"sample type inuse_space)</li>\n"
-	"</ul>\n</body></html>\n";
-
-/* Build and gzip the profile of the moment into body. */
-static int build_profile(http_server *s, bool allocs, http_buf *body)
+/* Build the profile of the moment in scratch (allocs: default sample type
+ * alloc_space). */
+static int build_raw(http_server *s, arena *scratch, bool allocs, ap_profile **out)
 {
 	const http_source *src = &s->src;
-	/* The profile and its encoding live in an arena of their own, unmapped
-	 * afterwards: the shared arena keeps freed blocks for reuse, so a
-	 * profile built there would keep its peak resident for good. */
-	arena scratch;
-	arena_init(&scratch);
 	if (src->dump_lock)
 		pthread_mutex_lock(src->dump_lock);
 	dump_input in = { .table = src->table,
-			  .a = &scratch,
+			  .a = scratch,
 			  .period = src->period,
 			  .format = 0,
 			  .start_realtime_ns = src->start_realtime_ns,
 			  .with_mappings = src->with_mappings };
 	ap_profile *p = NULL;
 	int rc = dump_build_profile(&in, &p);
+	if (src->dump_lock)
+		pthread_mutex_unlock(src->dump_lock);
 	if (rc == 0 && allocs) {
 		int64_t k = ap_profile_intern(p, AP_ST_ALLOC_SPACE);
 		if (k < 0)
@@ -184,21 +181,49 @@ static int build_profile(http_server *s, bool allocs, http_buf *body)
 		else
 			p->default_sample_type = k;
 	}
-	unsigned char *buf = NULL;
-	size_t len = 0;
-	const ap_allocator *al = arena_allocator(&scratch);
-	if (rc == 0)
-		rc = ap_pprof_encode(p, true, al, &buf, &len);
-	ap_profile_destroy(p);
-	if (src->dump_lock)
-		pthread_mutex_unlock(src->dump_lock);
-	if (rc == 0) {
-		hb_put(body, buf, len);
-		if (hb_failed(body))
-			rc = AP_ENOMEM;
+	if (rc != 0) {
+		ap_profile_destroy(p);
+		p = NULL;
 	}
-	if (buf)
-		al->free(al->ctx, buf, len + 1);
+	*out = p;
+	return rc;
+}
+
+/* Encode p (gzip'd pprof, or the legacy text) into body; destroys p. */
+static int encode_profile(ap_profile *p, arena *scratch, bool text, http_buf *body)
+{
+	int rc;
+	if (text) {
+		rc = http_pprof_text(p, NULL, body);
+	} else {
+		unsigned char *buf = NULL;
+		size_t len = 0;
+		const ap_allocator *al = arena_allocator(scratch);
+		rc = ap_pprof_encode(p, true, al, &buf, &len);
+		if (rc == 0) {
+			hb_put(body, buf, len);
+			if (hb_failed(body))
+				rc = AP_ENOMEM;
+		}
+		if (buf)
+			al->free(al->ctx, buf, len + 1);
+	}
+	ap_profile_destroy(p);
+	return rc;
+}
+
+/* Build and encode the profile of the moment into body. The profile and
+ * its encoding live in an arena of their own, unmapped afterwards: the
+ * shared arena keeps freed blocks for reuse, so a profile built there
+ * would keep its peak resident for good. */
+static int build_profile(http_server *s, bool allocs, bool text, http_buf *body)
+{
+	arena scratch;
+	arena_init(&scratch);
+	ap_profile *p = NULL;
+	int rc = build_raw(s, &scratch, allocs, &p);
+	if (rc == 0)
+		rc = encode_profile(p, &scratch, text, body);
 	arena_destroy(&scratch);
 	return rc;
 }
@@ -227,36 +252,6 @@ static int build_metrics(http_server *s, bool proto, http_buf *body)
 	return proto ? metrics_render_proto(&in, body) : metrics_render_text(&in, body);
 }
 
-/*
- * Go's symbol service (net/http/pprof): POST a '+'-separated list of
- * addresses, get "0xADDR name" lines back. `go tool pprof` asks it for the
- * addresses its local symbolization could not resolve (libraries without
- * debug information); names come from dladdr (dynamic symbols), addresses
- * without one are left out, as Go's own service does.
- */
-static void symbolize(const char *body, size_t n, http_buf *out)
-{
-	size_t i = 0;
-	while (i < n) {
-		size_t e = i;
-		while (e < n && body[e] != '+')
-			e++;
-		char tok[24];
-		size_t k = e - i;
-		if (k > 2 && k < sizeof tok && body[i] == '0' && (body[i + 1] | 0x20) == 'x') {
-			memcpy(tok, body + i, k);
-			tok[k] = '\0';
-			char *end;
-			unsigned long long a = strtoull(tok + 2, &end, 16);
-			Dl_info info;
-			if (*end == '\0' && a &&
-			    dladdr((void *)(uintptr_t)a, &info) && info.dli_sname)
-				hb_printf(out, "%#llx %s\n", a, info.dli_sname);
-		}
-		i = e + 1;
-	}
-}
-
 static void serve_symbol(conn *c, const httpreq *r)
 {
 	bool head = r->method == HTTPREQ_HEAD;
@@ -267,12 +262,77 @@ static void serve_symbol(conn *c, const httpreq *r)
 	}
 	http_buf body;
 	hb_init(&body, c->out.a);
-	symbolize(c->in + r->head_len, c->want - r->head_len, &body);
+	http_pprof_symbolize(c->in + r->head_len, c->want - r->head_len, &body);
 	if (hb_failed(&body))
 		respond_text(c, 500, NULL, "out of memory\n", false);
 	else
 		respond(c, 200, "text/plain; charset=utf-8", NULL, body.p, body.n, false);
 	hb_free(&body);
+}
+
+static const char *attachment(bool allocs)
+{
+	return allocs ? "Content-Disposition: attachment; filename=\"allocs\"\r\n"
+		      : "Content-Disposition: attachment; filename=\"heap\"\r\n";
+}
+
+static void profile_failed(conn *c, int rc, bool head)
+{
+	char msg[160];
+	snprintf(msg, sizeof msg, "could not build the profile: %s\n", ap_strerror(rc));
+	respond_text(c, 500, NULL, msg, head);
+}
+
+/*
+ * ?seconds=N: build the profile now and keep it with the connection, which
+ * waits (C_WAIT, polled for nothing, its deadline the window's end) while
+ * the thread serves everyone else; finish_delta answers at the deadline.
+ */
+static void start_delta(http_server *s, conn *c, bool allocs, unsigned seconds, bool head)
+{
+	arena_init(&c->scratch);
+	int rc = build_raw(s, &c->scratch, allocs, &c->base);
+	if (rc != 0) {
+		arena_destroy(&c->scratch);
+		profile_failed(c, rc, head);
+		return;
+	}
+	c->allocs = allocs;
+	c->head = head;
+	c->state = C_WAIT;
+	c->deadline_ns = mono_ns() + (uint64_t)seconds * 1000000000ULL;
+}
+
+static void finish_delta(http_server *s, conn *c)
+{
+	ap_profile *now = NULL;
+	int rc = build_raw(s, &c->scratch, c->allocs, &now);
+	if (rc == 0) {
+		rc = http_pprof_delta(now, c->base);
+		if (rc != 0)
+			ap_profile_destroy(now);
+	}
+	ap_profile_destroy(c->base);
+	c->base = NULL;
+	http_buf body;
+	hb_init(&body, s->src.a);
+	if (rc == 0)
+		rc = encode_profile(now, &c->scratch, false, &body);
+	arena_destroy(&c->scratch);
+	/* The request's own deadline has passed: give the answer time to go. */
+	c->deadline_ns = mono_ns() + (uint64_t)HTTP_REQUEST_TIMEOUT_MS * 1000000ULL;
+	if (rc != 0)
+		profile_failed(c, rc, c->head);
+	else
+		respond(c, 200, "application/octet-stream", attachment(c->allocs), body.p,
+			body.n, c->head);
+	hb_free(&body);
+	if (c->state == C_FREE) {
+		blurt(c->fd, 500);
+		conn_close(s, c);
+		return;
+	}
+	conn_write(s, c);
 }
 
 static void serve(http_server *s, conn *c, const httpreq *r)
@@ -295,9 +355,21 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 		return;
 	}
 	if (rt == R_INDEX || rt == R_PPROF_INDEX) {
-		const char *html = rt == R_INDEX ? index_html : pprof_html;
+		const char *html = rt == R_INDEX ? index_html : http_pprof_index_html;
 		respond(c, 200, "text/html; charset=utf-8", NULL, html, strlen(html), head);
 		return;
+	}
+	http_pprof_query q = { 0 };
+	if (rt == R_HEAP || rt == R_ALLOCS) {
+		const char *why = NULL;
+		if (http_pprof_parse_query(r->query.p, r->query.n, &q, &why) != 0) {
+			respond_text(c, 400, NULL, why, head);
+			return;
+		}
+		if (q.seconds) {
+			start_delta(s, c, rt == R_ALLOCS, q.seconds, head);
+			return;
+		}
 	}
 	http_buf body;
 	hb_init(&body, s->src.a);
@@ -310,10 +382,10 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 				"proto=io.prometheus.client.MetricFamily; encoding=delimited"
 			      : "text/plain; version=0.0.4; charset=utf-8";
 	} else {
-		rc = build_profile(s, rt == R_ALLOCS, &body);
-		ctype = "application/octet-stream";
-		extra = rt == R_ALLOCS ? "Content-Disposition: attachment; filename=\"allocs\"\r\n"
-				       : "Content-Disposition: attachment; filename=\"heap\"\r\n";
+		rc = build_profile(s, rt == R_ALLOCS, q.text, &body);
+		ctype = q.text ? "text/plain; charset=utf-8" : "application/octet-stream";
+		if (!q.text)
+			extra = attachment(rt == R_ALLOCS);
 	}
 	if (rc != 0) {
 		char msg[160];
@@ -334,6 +406,10 @@ static void conn_close(http_server *s, conn *c)
 		close(c->fd);
 	arena_free(s->src.a, c->in);
 	hb_free(&c->out);
+	if (c->state == C_WAIT) {
+		ap_profile_destroy(c->base);
+		arena_destroy(&c->scratch);
+	}
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
 }
@@ -450,6 +526,8 @@ static void conn_read(http_server *s, conn *c)
 		respond_text(c, 400, NULL, "malformed HTTP request\n", false);
 	s->requests++;
 	s->busy_ns += mono_ns() - t0;
+	if (c->state == C_WAIT)
+		return; /* a delta profile: answered at the window's end */
 	if (c->state == C_FREE) {
 		blurt(c->fd, 500);
 		conn_close(s, c);
@@ -498,6 +576,10 @@ static void expire(http_server *s, uint64_t now)
 		conn *c = &s->conns[i];
 		if (c->state == C_FREE || now < c->deadline_ns)
 			continue;
+		if (c->state == C_WAIT) {
+			finish_delta(s, c);
+			continue;
+		}
 		if (c->state == C_READ)
 			blurt(c->fd, 408);
 		conn_close(s, c);
@@ -534,7 +616,8 @@ static void *server_main(void *arg)
 			who[n] = i;
 			pf[n++] = (struct pollfd){ .fd = c->fd,
 						   .events = c->state == C_WRITE ? POLLOUT
-										 : POLLIN };
+								 : c->state == C_WAIT ? 0
+										      : POLLIN };
 		}
 		int k = poll(pf, (nfds_t)n, poll_timeout(s, mono_ns()));
 		if (k < 0 && errno != EINTR)
@@ -557,7 +640,12 @@ static void *server_main(void *arg)
 					continue;
 				if (c->state == C_WRITE)
 					conn_write(s, c);
-				else
+				else if (c->state == C_WAIT) {
+					/* Polled for nothing: only HUP or an error, the
+					 * client gave up on its delta. */
+					if (pf[i].revents & (POLLHUP | POLLERR))
+						conn_close(s, c);
+				} else
 					conn_read(s, c);
 			}
 			if (pf[1].revents & POLLIN)

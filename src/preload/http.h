@@ -5,7 +5,9 @@
  *   /                      a small index,
  *   /debug/pprof/          the list of profiles,
  *   /debug/pprof/heap      gzip'd pprof of the moment, default inuse_space,
- *   /debug/pprof/allocs    the same, default alloc_space,
+ *   /debug/pprof/allocs    the same, default alloc_space; both take Go's
+ *                          seconds=N (delta), debug=1 (text) and gc=
+ *                          (http_pprof.h),
  *   /metrics               Prometheus text 0.0.4, or protobuf (native
  *                          size histogram) when the scraper asks for it,
  *   /debug/pprof/symbol    Go's symbol service (dladdr names), which

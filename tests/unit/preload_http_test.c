@@ -772,3 +772,67 @@ AP_TEST(a_program_closing_our_descriptors_turns_the_endpoint_off_safely)
 			close(fd);
 		}
 }
+
+/* Value of sample type `type` summed over the samples whose leaf is addr
+ * (a recorded return address; locations hold it minus 1). */
+static int64_t site_value(const ap_profile *p, uint64_t addr, const char *type)
+{
+	int k = ap_profile_find_sample_type(p, type);
+	int64_t v = 0;
+	for (size_t i = 0; k >= 0 && i < p->nsamples; i++)
+		if (ap_profile_location(p, p->samples[i].location_ids[0])->address + 1 == addr)
+			v += p->samples[i].values[k];
+	return v;
+}
+
+AP_TEST(a_delta_profile_holds_only_the_window_and_blocks_no_one)
+{
+	fixture f;
+	AP_CHECK_EQ_INT(setup(&f), 0);
+	int fd = dial(f.port);
+	AP_CHECK(fd >= 0);
+	static const char req[] = "GET /debug/pprof/allocs?seconds=1 HTTP/1.1\r\nHost: t\r\n\r\n";
+	AP_CHECK(send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)sizeof req - 1);
+	usleep(200000);
+	/* In the window: two more 700-byte allocations at stack b. */
+	ap_sample_info info;
+	memset(&info, 0, sizeof info);
+	info.count = 1;
+	info.prob = info.weight = 1;
+	info.exact = true;
+	info.size = 700;
+	sample_rec rec;
+	for (int i = 0; i < 2; i++)
+		AP_CHECK_EQ_INT(table_record_alloc(&f.t, stack_b, 1, 1, &info, 704, &rec, NULL), 0);
+	/* The waiting delta holds its connection, not the thread. */
+	double t0 = now_s();
+	AP_CHECK_EQ_INT(get(f.port, "/metrics", NULL, &R), 0);
+	AP_CHECK_EQ_INT(R.status, 200);
+	AP_CHECK_MSG(now_s() - t0 < 0.5, "/metrics took %.3f s", now_s() - t0);
+	size_t n = read_all(fd, R.raw, sizeof R.raw);
+	close(fd);
+	double waited = now_s() - t0 + 0.2;
+	AP_CHECK_MSG(waited > 0.9 && waited < 3, "answered after %.3f s", waited);
+	char *end = memmem(R.raw, n, "\r\n\r\n", 4);
+	AP_CHECK(end && strncmp(R.raw, "HTTP/1.1 200", 12) == 0);
+	ap_profile *p = NULL;
+	size_t off = (size_t)(end + 4 - R.raw);
+	AP_CHECK_EQ_INT(ap_pprof_decode((unsigned char *)R.raw + off, n - off, NULL, &p, NULL, 0),
+			0);
+	/* Exact at period 1: only the window's 1400 bytes; stack a, unchanged,
+	 * cancels to zero. */
+	AP_CHECK_EQ_INT((int)site_value(p, 0x5000, AP_ST_ALLOC_SPACE), 1400);
+	AP_CHECK_EQ_INT((int)site_value(p, 0x5000, AP_ST_INUSE_SPACE), 1400);
+	AP_CHECK_EQ_INT((int)site_value(p, 0x5000, AP_ST_ALLOC_SAMPLES), 2);
+	AP_CHECK_EQ_INT((int)site_value(p, 0x1000, AP_ST_ALLOC_SPACE), 0);
+	AP_CHECK(p->ncomments == 0 && p->duration_nanos > 900000000LL);
+	ap_profile_destroy(p);
+	/* Stopping with a delta still waiting is prompt. */
+	fd = dial(f.port);
+	AP_CHECK(send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)sizeof req - 1);
+	usleep(100000);
+	t0 = now_s();
+	http_server_stop(f.s);
+	AP_CHECK(now_s() - t0 < 1.0);
+	close(fd);
+}
