@@ -13,7 +13,7 @@
  * and its variance (sum (1 - pi) size^2 / pi^2).
  * Asserted, at level 0.95 and FDR 0.05:
  *  - seed 1: the leak flagged with 1 MiB/s in its interval, no other site
- *    flagged (the brief's acceptance case, at 20 s);
+ *    flagged (issue 15's acceptance case, at 20 s);
  *  - over 200 seeds: the leak flagged in every one (its rate's t
  *    statistic is about 10), its 95% interval covering 1 MiB/s in
  *    >= 0.95 - 3 sqrt(0.95 * 0.05 / 200) = 0.904 of them (measured:
@@ -23,7 +23,8 @@
  *    flags anything with probability <= q, and the count V when nonzero is
  *    nearly always 1, so E[V] ~ q, Var(V) ~ q, the SE of the mean over
  *    100 seeds sqrt(q / 100) = 0.022: bound 0.05 + 0.067 = 0.117. (The
- *    test is conservative for stationary sites, so it is typically 0; measured 0.000.)
+ *    test is conservative for stationary sites, so it is typically 0;
+ *    measured 0.000.)
  */
 #include "aptest.h"
 
