@@ -94,11 +94,11 @@ static int run(uint64_t seed, bool with_leak, ap_leak_point pts[][NPTS])
 	     tick++) {
 		double t = (double)tick / TICKS_PER_S;
 		if (with_leak)
-			rc |= record(&s, &st[LEAK], 4096, t, INFINITY);
+			rc |= record(&s, &st[LEAK], 4096, t, (double)INFINITY);
 		long want = (tick + 1) * 3840 / (8 * TICKS_PER_S);
 		for (; cache_blocks < want && cache_blocks < 3840;
 		     cache_blocks++)
-			rc |= record(&s, &st[CACHE], 8192, t, INFINITY);
+			rc |= record(&s, &st[CACHE], 8192, t, (double)INFINITY);
 		if (tick >= pool_end)
 			pool_end += 333;
 		if (tick - (pool_end - 333) < 256)

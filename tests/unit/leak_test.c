@@ -95,7 +95,7 @@ AP_TEST(bad_input)
 	p[1].var = -1;
 	AP_CHECK_EQ_INT(ap_leak_trend(p, 4, 0.95, &r), AP_EINVAL);
 	p[1].var = 1;
-	p[3].bytes = NAN;
+	p[3].bytes = (double)NAN;
 	AP_CHECK_EQ_INT(ap_leak_trend(p, 4, 0.95, &r), AP_EINVAL);
 	p[3].bytes = 1;
 	AP_CHECK_EQ_INT(ap_leak_trend(p, 4, 0, &r), AP_EINVAL);

@@ -101,7 +101,7 @@ AP_TEST(km_bad_input)
 	AP_CHECK_EQ_INT(ap_life_km(o, 2, 0.95, NULL, &sum), AP_EINVAL);
 	AP_CHECK(isnan(sum.median.estimate));
 	o[1].weight = 1;
-	o[1].lifetime_ns = NAN;
+	o[1].lifetime_ns = (double)NAN;
 	AP_CHECK_EQ_INT(ap_life_km(o, 2, 0.95, NULL, &sum), AP_EINVAL);
 	o[1].lifetime_ns = 2;
 	AP_CHECK_EQ_INT(ap_life_km(o, 2, 1.0, NULL, &sum), AP_EINVAL);
