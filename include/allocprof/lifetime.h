@@ -36,7 +36,8 @@ typedef struct ap_life_obs {
  * A lifetime quantile (the time by which a fraction p of the objects is
  * freed) and its interval. estimate/hi are +INFINITY when the survival
  * curve never falls to 1 - p (e.g. objects that live until exit: "not
- * reached"); lo is then still a valid lower bound.
+ * reached"); lo is then still a valid lower bound (at least the oldest
+ * observation when even the lower confidence band of S stays above 1 - p).
  */
 typedef struct ap_life_quantile {
 	double p, estimate, lo, hi;

@@ -126,7 +126,7 @@ static void free_curve(const ap_allocator *alloc, life_point *pts, size_t n)
  * S + z se < 1 - p (+inf when none: the upper bound is not reached).
  */
 static void life_quantile(const life_point *pts, long np, double p, double z,
-			  ap_life_quantile *q)
+			  double t_max, ap_life_quantile *q)
 {
 	double target = 1 - p, eps = 1e-12;
 	q->p = p;
@@ -142,10 +142,11 @@ static void life_quantile(const life_point *pts, long np, double p, double z,
 			break;
 		}
 	}
-	/* Not even the lower band reaches 1 - p: nothing is known beyond the
-	 * last observation, which is where the bound sits. */
-	if (q->lo == (double)INFINITY && np > 0)
-		q->lo = pts[np - 1].t;
+	/* Not even the lower band reaches 1 - p: S is significantly above
+	 * 1 - p over everything observed, so the quantile lies beyond the
+	 * oldest observation (freed or censored), where the bound sits. */
+	if (q->lo == (double)INFINITY)
+		q->lo = t_max;
 }
 
 static void summary_nan(ap_life_summary *out)
@@ -171,10 +172,12 @@ int ap_life_km(const ap_life_obs *obs, size_t n, double level,
 		return (int)np;
 	if (n == 0)
 		return 0;
-	double z = ap_normal_quantile(0.5 + level / 2);
-	life_quantile(pts, np, 0.25, z, &out->q25);
-	life_quantile(pts, np, 0.5, z, &out->median);
-	life_quantile(pts, np, 0.75, z, &out->q75);
+	double z = ap_normal_quantile(0.5 + level / 2), t_max = 0;
+	for (size_t i = 0; i < n; i++)
+		t_max = fmax(t_max, obs[i].lifetime_ns);
+	life_quantile(pts, np, 0.25, z, t_max, &out->q25);
+	life_quantile(pts, np, 0.5, z, t_max, &out->median);
+	life_quantile(pts, np, 0.75, z, t_max, &out->q75);
 	out->objects = w;
 	out->freed_fraction = np > 0 ? 1 - pts[np - 1].surv : 0;
 	out->samples = n;

@@ -90,6 +90,8 @@ AP_TEST(km_all_censored_not_reached)
 	ap_life_summary sum;
 	AP_CHECK_EQ_INT(ap_life_km(o, 3, 0.95, NULL, &sum), 0);
 	AP_CHECK(isinf(sum.median.estimate) && isinf(sum.median.hi));
+	/* Nothing was freed by age 7: the median is at least that. */
+	AP_CHECK_NEAR(sum.median.lo, 7, 0, 0);
 	AP_CHECK_NEAR(sum.freed_fraction, 0, 0, 0);
 	AP_CHECK_EQ_U64(sum.censored, 3);
 }
