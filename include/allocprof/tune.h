@@ -107,8 +107,11 @@ AP_API double ap_tune_virtual_size(double p, double rate);
  * a class is charged the integer *units = round(g 2^shift) (at least 1)
  * and its realised probability, which the HT weight must use, is
  * *p_real = 1 - (1 - 1/R)^(units 2^-shift). shift in [0, 16]. AP_EINVAL
- * for invalid input, AP_ERANGE if units would exceed 2^62 (use exact
- * recording: p is then within 2^-40 of 1 at any R <= 2^46).
+ * for invalid input, AP_ERANGE if units would exceed 2^62 (record the
+ * class exactly: its p is then 1 within exp(-2^46 / R)). The sampler then
+ * runs at rate R 2^shift, so R <= 2^(52 - shift); its own q is
+ * 1 - 2^-shift/R, which moves p_real by a relative ~1/(R 2^(shift+1)):
+ * weight by the sampler's law (tests/stats/tune_design_test.c does).
  */
 AP_API int ap_tune_gap_units(double p, double rate, unsigned shift,
 			     uint64_t *units, double *p_real);

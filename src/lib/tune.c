@@ -203,10 +203,10 @@ double ap_tune_perbyte_rate(const ap_tune_class *cls, size_t n, double budget)
 {
 	double lo = 1, hi = TUNE_RATE_MAX, total = 0;
 	if (!cls || n == 0 || !(budget > 0))
-		return NAN;
+		return (double)NAN;
 	for (size_t i = 0; i < n; i++) {
 		if (!class_ok(&cls[i]))
-			return NAN;
+			return (double)NAN;
 		total += cls[i].allocs;
 	}
 	if (budget >= total)
@@ -226,7 +226,7 @@ double ap_tune_floor(double size, double rate, double factor)
 {
 	double pb;
 	if (!(size > 0) || !(rate >= 1) || !(factor >= 1) || !isfinite(factor))
-		return NAN;
+		return (double)NAN;
 	pb = rate == 1 ? 1.0 : -expm1(size * log1p(-1 / rate));
 	return pb / (pb + factor * (1 - pb));
 }
@@ -234,9 +234,9 @@ double ap_tune_floor(double size, double rate, double factor)
 double ap_tune_virtual_size(double p, double rate)
 {
 	if (!(p >= 0 && p <= 1) || !(rate > 1) || !isfinite(rate))
-		return NAN;
+		return (double)NAN;
 	if (p == 1)
-		return INFINITY;
+		return (double)INFINITY;
 	return log1p(-p) / log1p(-1 / rate);
 }
 
@@ -263,6 +263,6 @@ double ap_tune_effective_rate(double size, double p, double rate)
 {
 	double g = ap_tune_virtual_size(p, rate);
 	if (!(size > 0) || !(g > 0))
-		return NAN;
+		return (double)NAN;
 	return isinf(g) ? 1.0 : rate * size / g;
 }

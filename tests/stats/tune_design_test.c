@@ -240,20 +240,31 @@ static void build_tuned(ap_tune_class *a, double *p, double *budget)
 	ap_tune_solve(a, TW_CLASSES, &w, vb.samples, 0, p, NULL, NULL);
 }
 
+/*
+ * Replay workload w's trace (seed ts) through per-byte sampling and the
+ * tuned probabilities p (seed ss, ss + 1). Returns -1 on setup failure.
+ */
+static int compare(const ap_tune_class *w, const double *p, uint64_t ts,
+		   uint64_t ss, trace *t, struct run *rb, struct run *rt)
+{
+	design db, dt;
+	design_perbyte(w, &db);
+	if (make_trace(w, t, ts) != 0 || design_tuned(p, &dt) != 0 ||
+	    run_design(t, w, &db, ss, rb) != 0 ||
+	    run_design(t, w, &dt, ss + 1, rt) != 0)
+		return -1;
+	return 0;
+}
+
 AP_TEST(tuned_design_on_its_training_workload)
 {
 	ap_tune_class a[TW_CLASSES];
 	double p[TW_CLASSES], budget;
-	design db, dt;
 	trace t;
 	struct run rb, rt;
 	tw_build(a, 8, 3, TOTAL, TW_LOGISTIC);
 	build_tuned(a, p, &budget);
-	AP_CHECK(make_trace(a, &t, 11) == 0);
-	design_perbyte(a, &db);
-	AP_CHECK(design_tuned(p, &dt) == 0);
-	AP_CHECK(run_design(&t, a, &db, 21, &rb) == 0);
-	AP_CHECK(run_design(&t, a, &dt, 22, &rt) == 0);
+	AP_CHECK(compare(a, p, 11, 21, &t, &rb, &rt) == 0);
 	printf("  budget %.1f; realised samples per-byte %.1f, tuned %.1f\n",
 	       budget, rb.samples, rt.samples);
 	AP_CHECK(check_mean("per-byte alloc", &rb.a, t.t_alloc, rb.va));
@@ -275,17 +286,12 @@ AP_TEST(tuned_on_one_workload_tested_on_another)
 {
 	ap_tune_class a[TW_CLASSES], b[TW_CLASSES];
 	double p[TW_CLASSES], budget;
-	design db, dt;
 	trace t;
 	struct run rb, rt;
 	tw_build(a, 8, 3, TOTAL, TW_LOGISTIC);
 	build_tuned(a, p, &budget);
 	tw_build(b, 10, 4, TOTAL, TW_FALLING);
-	AP_CHECK(make_trace(b, &t, 12) == 0);
-	design_perbyte(b, &db);
-	AP_CHECK(design_tuned(p, &dt) == 0);
-	AP_CHECK(run_design(&t, b, &db, 31, &rb) == 0);
-	AP_CHECK(run_design(&t, b, &dt, 32, &rt) == 0);
+	AP_CHECK(compare(b, p, 12, 31, &t, &rb, &rt) == 0);
 	printf("  workload B: realised samples per-byte %.1f, tuned %.1f; "
 	       "predicted variance tuned/per-byte alloc %.3f in-use %.3f\n",
 	       rb.samples, rt.samples, rt.va / rb.va, rt.vi / rb.vi);

@@ -165,7 +165,7 @@ AP_TEST(budget_covering_every_allocation_gives_one)
 AP_TEST(probabilities_rise_with_the_budget)
 {
 	ap_tune_class c[TW_CLASSES];
-	double p0[TW_CLASSES], p1[TW_CLASSES], f0 = INFINITY;
+	double p0[TW_CLASSES], p1[TW_CLASSES], f0 = (double)INFINITY;
 	ap_tune_weights w = {1, 1, 0};
 	tw_build(c, 8, 3, 1e7, TW_LOGLIN);
 	for (int i = 0; i < TW_CLASSES; i++)
@@ -249,7 +249,7 @@ AP_TEST(bad_input_is_refused)
 	AP_CHECK_EQ_INT(ap_tune_solve(NULL, 2, &w, 3, 0, p, NULL, NULL), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_tune_solve(c, 0, &w, 3, 0, p, NULL, NULL), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_tune_solve(c, 2, &w0, 3, 0, p, NULL, NULL), AP_EINVAL);
-	AP_CHECK_EQ_INT(ap_tune_solve(c, 2, &w, NAN, 0, p, NULL, NULL), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_tune_solve(c, 2, &w, (double)NAN, 0, p, NULL, NULL), AP_EINVAL);
 	AP_CHECK_EQ_INT(ap_tune_solve(c, 2, &w, 3, -1, p, NULL, NULL), AP_EINVAL);
 	c[1].live = 6; /* more live than allocated */
 	AP_CHECK_EQ_INT(ap_tune_solve(c, 2, &w, 3, 0, p, NULL, NULL), AP_EINVAL);
