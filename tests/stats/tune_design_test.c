@@ -29,10 +29,11 @@
  *  - coverage of Y +- 1.96 sqrt(V_hat) >= 0.94: with NREP = 10^4 the SD
  *    of an observed coverage of 0.95 is 0.0022, so 0.94 is 4.5 SD below.
  *  - transfer: the table tuned on workload A, replayed on workload B
- *    (log2 size ~ N(10, 4), survival falling with size), stays unbiased
- *    and its measured variance of every view is within 4 SE of log of
- *    the prediction, which the floor caps at 4x per-byte (checked exactly
- *    in tests/unit/tune_test.c).
+ *    (log2 size ~ N(10, 4), survival falling with size), stays unbiased,
+ *    its variance ratios against per-byte match the prediction by the
+ *    same test as above, coverage >= 0.94, and the predicted variance of
+ *    each view is at most 4x per-byte's at R (the floor's bound; exact
+ *    algebra, checked over several workloads in tests/unit/tune_test.c).
  */
 #include "aptest.h"
 
