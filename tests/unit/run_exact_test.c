@@ -498,14 +498,18 @@ static void check_with_allocator(const char *path, const char *soname)
 	AP_CHECK(sites_match(&e, soname));
 }
 
-#define CHECK_WITH_ALLOCATOR(soname, package)                                \
+/* Run check(path, soname) with the allocator soname underneath, or report
+ * a skip naming the Debian package when the dynamic linker cannot find it. */
+#define WITH_ALLOCATOR(check, soname, package)                               \
 	do {                                                                 \
 		char path_[4096];                                            \
 		if (ap_test_find_library(soname, path_, sizeof path_))       \
 			AP_SKIP("%s not found by the dynamic linker "        \
 				"(Debian package %s)", soname, package);     \
-		check_with_allocator(path_, soname);                         \
+		check(path_, soname);                                        \
 	} while (0)
+#define CHECK_WITH_ALLOCATOR(soname, package)                                \
+	WITH_ALLOCATOR(check_with_allocator, soname, package)
 
 AP_TEST(rate1_exact_with_jemalloc_underneath)
 {
@@ -553,13 +557,7 @@ static void check_cxx(const char *path, const char *soname)
 }
 
 #define CHECK_CXX_WITH_ALLOCATOR(soname, package)                            \
-	do {                                                                 \
-		char path_[4096];                                            \
-		if (ap_test_find_library(soname, path_, sizeof path_))       \
-			AP_SKIP("%s not found by the dynamic linker "        \
-				"(Debian package %s)", soname, package);     \
-		check_cxx(path_, soname);                                    \
-	} while (0)
+	WITH_ALLOCATOR(check_cxx, soname, package)
 
 AP_TEST(rate1_cxx_exact_over_glibc)
 {
