@@ -23,8 +23,8 @@
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
  * inside a dump -- skips sampling and goes straight to the real allocator.
- * rt_enter/rt_leave set it so that no handler of the program ever runs in
- * between (held back or blocked, runtime_core.h).
+ * rt_enter/rt_leave set it with the thread's asynchronous signals blocked
+ * (runtime_core.h), so no handler of the program ever runs in between.
  *
  * Thread exit. Per-thread state is initial-exec TLS with no destructor: it
  * lives exactly as long as the thread, so frees made by other libraries'
