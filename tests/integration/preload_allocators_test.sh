@@ -14,21 +14,7 @@ export PYTHONHASHSEED=0
 tested=0
 
 # run_on ALLOC NAME CMD...: CMD with ALLOC alone vs runtime + ALLOC.
-run_on() {
-	local alloc=$1 name=$2
-	shift 2
-	local dir=$TMP/prof/$name st_plain=0 st_prof=0
-	mkdir -p "$dir"
-	bounded 180 env LD_PRELOAD="$alloc" "$@" >"$TMP/$name.plain" 2>&1 || st_plain=$?
-	bounded 180 env LD_PRELOAD="$LIB $alloc" \
-		ALLOCPROF_OPTIONS="seed=11,output=$dir/p.%p.pb.gz" "$@" \
-		>"$TMP/$name.prof" 2>&1 || st_prof=$?
-	[ "$st_plain" = 0 ] || fail "$name: fails even without the runtime ($st_plain)"
-	[ "$st_prof" = 0 ] || fail "$name: exit status $st_prof under the runtime: $(tail -3 "$TMP/$name.prof")"
-	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
-		fail "$name: output differs: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
-	check_profiles "$name" "$dir"
-}
+run_on() { over_alloc 180 11 "$@"; }
 
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libtcmalloc.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")

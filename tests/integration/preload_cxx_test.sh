@@ -13,21 +13,7 @@ P=$AP_PROGDIR
 tested=0
 
 # same ALLOC NAME CMD...: CMD with ALLOC alone vs runtime + ALLOC.
-same() {
-	local alloc=$1 name=$2
-	shift 2
-	local dir=$TMP/prof/$name st_plain=0 st_prof=0
-	mkdir -p "$dir"
-	bounded 120 env LD_PRELOAD="$alloc" "$@" >"$TMP/$name.plain" 2>&1 || st_plain=$?
-	bounded 120 env LD_PRELOAD="$LIB $alloc" \
-		ALLOCPROF_OPTIONS="seed=7,output=$dir/p.%p.pb.gz" "$@" \
-		>"$TMP/$name.prof" 2>&1 || st_prof=$?
-	[ "$st_plain" = 0 ] || fail "$name: fails even without the runtime ($st_plain)"
-	[ "$st_prof" = 0 ] || fail "$name: exit status $st_prof under the runtime: $(tail -3 "$TMP/$name.prof")"
-	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
-		fail "$name: output differs: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
-	check_profiles "$name" "$dir"
-}
+same() { over_alloc 120 7 "$@"; }
 
 for soname in glibc libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=

@@ -101,6 +101,26 @@ same_run() {
 		fail "$name: output differs under the runtime: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
 }
 
+# over_alloc SECS SEED ALLOC NAME CMD...: CMD over the allocator ALLOC
+# (a library path, or "" for glibc) alone and under the runtime over the same
+# ALLOC: both must exit 0 with byte-identical output (stdout and stderr), and
+# the profiles the runtime wrote must decode.
+over_alloc() {
+	local secs=$1 seed=$2 alloc=$3 name=$4
+	shift 4
+	local dir=$TMP/prof/$name st_plain=0 st_prof=0
+	mkdir -p "$dir"
+	bounded "$secs" env LD_PRELOAD="$alloc" "$@" >"$TMP/$name.plain" 2>&1 || st_plain=$?
+	bounded "$secs" env LD_PRELOAD="$LIB $alloc" \
+		ALLOCPROF_OPTIONS="seed=$seed,output=$dir/p.%p.pb.gz" "$@" \
+		>"$TMP/$name.prof" 2>&1 || st_prof=$?
+	[ "$st_plain" = 0 ] || fail "$name: fails even without the runtime ($st_plain)"
+	[ "$st_prof" = 0 ] || fail "$name: exit status $st_prof under the runtime: $(tail -3 "$TMP/$name.prof")"
+	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
+		fail "$name: output differs: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
+	check_profiles "$name" "$dir"
+}
+
 # check_profiles NAME DIR: DIR holds at least one p.*.pb.gz and all decode.
 check_profiles() {
 	local name=$1 dir=$2 f n=0
