@@ -2,16 +2,10 @@
  * runtime.c: the runtime's state, initialisation and slow paths
  * (runtime_core.h), plus the public ap_runtime_* API.
  *
- * Bootstrapping. Until dlsym(RTLD_NEXT) has found the allocator underneath,
- * rt_real points at boot_* stand-ins. They start initialisation, and while
- * it runs (the initialising thread has its guard set) they serve requests
- * from a pool: dlsym may call calloc. The pool is the first BOOT_POOL_SIZE
- * bytes of the region (reserved before anything else in initialisation), or
- * a static array when the region cannot be reserved; either way it is
- * inside [rt_range_base, +rt_range_size), so free, realloc and
- * malloc_usable_size recognise pool blocks with the range test they do
- * anyway, and the sampled set stays empty. Pool blocks are never handed to
- * the real free; each carries its size in a 16-byte header.
+ * Bootstrapping (boot.c). Until the allocator underneath is found, rt_real
+ * points at stand-ins serving a pool inside [rt_range_base, +rt_range_size):
+ * free, realloc and malloc_usable_size recognise pool blocks with the range
+ * test they do anyway, and the sampled set stays empty.
  *
  * Sampled blocks (design 2, region.h): a thread sampling at a rate of at
  * least RT_REGION_MIN_RATE gets its sampled blocks from the region, whose
@@ -43,6 +37,7 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "boot.h"
 #include "dump.h"
 #include "http_runtime.h"
 #include "procs.h"
@@ -65,258 +60,6 @@ region rt_region;
  * (address-space limits, overcommit_memory=2). */
 #define RT_REGION_WANT ((size_t)64 << 30)
 #define RT_REGION_MIN ((size_t)64 << 20)
-
-/* ---- bootstrap pool --------------------------------------------------- */
-
-#define BOOT_POOL_SIZE ((size_t)256 * 1024)
-#define BOOT_HDR ((size_t)16)
-static _Alignas(4096) unsigned char boot_pool_static[BOOT_POOL_SIZE];
-static unsigned char *boot_pool = boot_pool_static; /* set before first use */
-static atomic_size_t boot_used;
-
-static bool in_boot_pool(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
-}
-
-static void *boot_alloc(size_t n, size_t align)
-{
-	if (align < 16)
-		align = 16;
-	if (n == 0)
-		n = 1;
-	if (n > BOOT_POOL_SIZE || align > BOOT_POOL_SIZE || (align & (align - 1)))
-		return NULL;
-	size_t off = atomic_load(&boot_used), start;
-	do {
-		start = (off + BOOT_HDR + align - 1) & ~(align - 1);
-		if (start > BOOT_POOL_SIZE - n)
-			return NULL;
-	} while (!atomic_compare_exchange_weak(&boot_used, &off, start + n));
-	/* Fresh static or mapped memory: already zero. */
-	memcpy(boot_pool + start - BOOT_HDR, &n, sizeof n);
-	return boot_pool + start;
-}
-
-static size_t boot_size(const void *p)
-{
-	size_t n;
-	memcpy(&n, (const unsigned char *)p - BOOT_HDR, sizeof n);
-	return n;
-}
-
-static void *boot_malloc(size_t n);
-static void boot_free(void *p);
-static void *boot_calloc(size_t n, size_t m);
-static void *boot_realloc(void *p, size_t n);
-static int boot_posix_memalign(void **out, size_t align, size_t n);
-static void *boot_aligned_alloc(size_t align, size_t n);
-static void *boot_memalign(size_t align, size_t n);
-static void *boot_valloc(size_t n);
-static void *boot_pvalloc(size_t n);
-static size_t boot_usable(void *p);
-
-real_fns rt_real = { boot_malloc,	 boot_free,	    boot_calloc,
-		     boot_realloc,	 boot_posix_memalign, boot_aligned_alloc,
-		     boot_memalign,	 boot_valloc,	     boot_pvalloc,
-		     boot_usable };
-
-/* Start initialisation unless this thread is the one running it. */
-static bool boot_try_init(void)
-{
-	if (!rt_tls.guard)
-		rt_ensure_init();
-	return rt_real.malloc != boot_malloc;
-}
-
-static void *boot_malloc(size_t n)
-{
-	return boot_try_init() ? rt_real.malloc(n) : boot_alloc(n, 16);
-}
-
-static void boot_free(void *p)
-{
-	/* Pool blocks never get here (free's range test catches them). */
-	if (boot_try_init())
-		rt_real.free(p);
-}
-
-static void *boot_calloc(size_t n, size_t m)
-{
-	if (boot_try_init())
-		return rt_real.calloc(n, m);
-	size_t total;
-	if (__builtin_mul_overflow(n, m, &total))
-		return NULL;
-	return boot_alloc(total, 16);
-}
-
-static void *boot_realloc(void *p, size_t n)
-{
-	if (boot_try_init())
-		return rt_real.realloc(p, n);
-	return p ? NULL : boot_alloc(n, 16);
-}
-
-static int boot_posix_memalign(void **out, size_t align, size_t n)
-{
-	if (boot_try_init())
-		return rt_real.posix_memalign(out, align, n);
-	void *p = boot_alloc(n, align);
-	if (!p)
-		return ENOMEM;
-	*out = p;
-	return 0;
-}
-
-static void *boot_aligned_alloc(size_t align, size_t n)
-{
-	return boot_try_init() ? rt_real.aligned_alloc(align, n) : boot_alloc(n, align);
-}
-
-static void *boot_memalign(size_t align, size_t n)
-{
-	return boot_try_init() ? rt_real.memalign(align, n) : boot_alloc(n, align);
-}
-
-static void *boot_valloc(size_t n)
-{
-	return boot_try_init() ? rt_real.valloc(n) : boot_alloc(n, 4096);
-}
-
-static void *boot_pvalloc(size_t n)
-{
-	return boot_try_init() ? rt_real.pvalloc(n) : boot_alloc(n, 4096);
-}
-
-static size_t boot_usable(void *p)
-{
-	return boot_try_init() ? rt_real.malloc_usable_size(p) : 0;
-}
-
-/* ---- emulations for entry points the allocator underneath lacks -------- */
-
-/* If, say, jemalloc is preloaded after us but does not define pvalloc,
- * RTLD_NEXT finds glibc's, whose blocks jemalloc's free cannot take. Such
- * entry points are rebuilt on the allocator's own posix_memalign. */
-static size_t page_size(void)
-{
-	long ps = sysconf(_SC_PAGESIZE);
-	return ps > 0 ? (size_t)ps : 4096;
-}
-
-static size_t round_align(size_t align)
-{
-	if (align < sizeof(void *))
-		return sizeof(void *);
-	size_t a = sizeof(void *);
-	while (a < align && a < ((size_t)1 << 62))
-		a <<= 1;
-	return a;
-}
-
-static void *emu_memalign(size_t align, size_t n)
-{
-	void *p = NULL;
-	int rc = rt_real.posix_memalign(&p, round_align(align), n);
-	if (rc != 0) {
-		errno = rc;
-		return NULL;
-	}
-	return p;
-}
-
-static void *emu_aligned_alloc(size_t align, size_t n)
-{
-	return emu_memalign(align, n);
-}
-
-static void *emu_valloc(size_t n)
-{
-	return emu_memalign(page_size(), n);
-}
-
-static void *emu_pvalloc(size_t n)
-{
-	size_t ps = page_size();
-	if (n > SIZE_MAX - ps) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return emu_memalign(ps, n ? (n + ps - 1) & ~(ps - 1) : ps);
-}
-
-static size_t emu_usable(void *p)
-{
-	(void)p;
-	return 0; /* unknown: the allocator underneath cannot tell */
-}
-
-static bool same_object(void *a, void *b)
-{
-	Dl_info ia, ib;
-	if (!dladdr(a, &ia) || !dladdr(b, &ib))
-		return false;
-	return ia.dli_fbase == ib.dli_fbase;
-}
-
-#define RESOLVE(field, name)                                                \
-	do {                                                                \
-		void *f_ = dlsym(RTLD_NEXT, name);                          \
-		if (f_)                                                     \
-			memcpy(&r.field, &f_, sizeof f_);                   \
-	} while (0)
-
-static int resolve_real(void)
-{
-	real_fns r;
-	memset(&r, 0, sizeof r);
-	RESOLVE(malloc, "malloc");
-	RESOLVE(free, "free");
-	RESOLVE(calloc, "calloc");
-	RESOLVE(realloc, "realloc");
-	RESOLVE(posix_memalign, "posix_memalign");
-	RESOLVE(aligned_alloc, "aligned_alloc");
-	RESOLVE(memalign, "memalign");
-	RESOLVE(valloc, "valloc");
-	RESOLVE(pvalloc, "pvalloc");
-	RESOLVE(malloc_usable_size, "malloc_usable_size");
-	if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign)
-		return AP_ENOTFOUND;
-	void *home;
-	memcpy(&home, &r.malloc, sizeof home);
-#define SAME(field, emu)                                                    \
-	do {                                                                \
-		void *f_;                                                   \
-		memcpy(&f_, &r.field, sizeof f_);                           \
-		if (!f_ || !same_object(f_, home))                          \
-			r.field = emu;                                      \
-	} while (0)
-	/* posix_memalign must be the allocator's own for the emulations. */
-	void *pm;
-	memcpy(&pm, &r.posix_memalign, sizeof pm);
-	if (!same_object(pm, home))
-		return AP_EUNSUPPORTED;
-	SAME(aligned_alloc, emu_aligned_alloc);
-	SAME(memalign, emu_memalign);
-	SAME(valloc, emu_valloc);
-	SAME(pvalloc, emu_pvalloc);
-	SAME(malloc_usable_size, emu_usable);
-#undef SAME
-	/* Publish: malloc last, it is what boot_try_init checks. */
-	rt_real.free = r.free;
-	rt_real.calloc = r.calloc;
-	rt_real.realloc = r.realloc;
-	rt_real.posix_memalign = r.posix_memalign;
-	rt_real.aligned_alloc = r.aligned_alloc;
-	rt_real.memalign = r.memalign;
-	rt_real.valloc = r.valloc;
-	rt_real.pvalloc = r.pvalloc;
-	rt_real.malloc_usable_size = r.malloc_usable_size;
-	atomic_thread_fence(memory_order_release);
-	rt_real.malloc = r.malloc;
-	return 0;
-}
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -428,12 +171,12 @@ static uint64_t realtime_ns(void)
 static void reserve_range(void)
 {
 	if (region_init(&rt_region, RT_REGION_WANT, RT_REGION_MIN, BOOT_POOL_SIZE) == 0) {
-		boot_pool = (unsigned char *)rt_region.base;
+		boot_place_pool((void *)rt_region.base);
 		__atomic_store_n(&rt_range_base, rt_region.base, __ATOMIC_RELAXED);
 		__atomic_store_n(&rt_range_size, rt_region.size, __ATOMIC_RELAXED);
 	} else {
 		/* Design 1 for every sample; the range is the static pool. */
-		__atomic_store_n(&rt_range_base, (uintptr_t)boot_pool_static,
+		__atomic_store_n(&rt_range_base, boot_static_pool(),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
 	}
@@ -459,7 +202,7 @@ static bool do_init(void)
 	}
 	arena_init(&rt.a);
 	pthread_mutex_init(&rt.dump_lock, NULL);
-	int rc = resolve_real();
+	int rc = boot_resolve_real();
 	if (rc != 0) {
 		rt_log("cannot find the allocator underneath (dlsym RTLD_NEXT "
 		       "malloc/free/posix_memalign): profiling disabled");
@@ -692,7 +435,7 @@ void *rt_region_alloc(size_t n, size_t align, bool zero)
 void *rt_region_move(void *p, size_t n)
 {
 	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE ||
-	    rt_real.malloc_usable_size == emu_usable)
+	    rt_real.malloc_usable_size == boot_emu_usable)
 		return NULL;
 	void *q = region_alloc(&rt_region, n, 0, false, NULL);
 	if (!q)
@@ -729,7 +472,7 @@ static bool region_release(void *p)
 
 enum rt_owner rt_classify(const void *p)
 {
-	if (in_boot_pool(p) || region_contains(&rt_region, p))
+	if (boot_in_pool(p) || region_contains(&rt_region, p))
 		return RT_OWNER_RANGE;
 	if (set_contains(&rt_set, p))
 		return RT_OWNER_SET;
@@ -740,7 +483,7 @@ void rt_free_slow(void *p)
 {
 	switch (rt_classify(p)) {
 	case RT_OWNER_RANGE:
-		if (in_boot_pool(p))
+		if (boot_in_pool(p))
 			return; /* never the real allocator's; not reused */
 		if (!region_release(p))
 			bad_range_pointer("free", p);
@@ -766,7 +509,7 @@ void *rt_realloc_range(void *p, size_t n)
 	size_t old;
 	sample_rec rec = {0};
 	static const sample_rec none;
-	bool boot = in_boot_pool(p);
+	bool boot = boot_in_pool(p);
 	if (boot) {
 		old = boot_size(p);
 	} else if (!region_get(&rt_region, p, &rec, &old)) {
@@ -808,7 +551,7 @@ void *rt_realloc_range(void *p, size_t n)
 
 size_t rt_usable_range(void *p)
 {
-	if (in_boot_pool(p))
+	if (boot_in_pool(p))
 		return boot_size(p);
 	size_t usable = 0;
 	region_get(&rt_region, p, NULL, &usable);

@@ -1,0 +1,288 @@
+/*
+ * boot.c: the runtime's bootstrap allocator and the allocator underneath.
+ *
+ * Until dlsym(RTLD_NEXT) has found the allocator underneath, rt_real points
+ * at boot_* stand-ins. They start initialisation, and while it runs (the
+ * initialising thread has its guard set) they serve requests from a pool:
+ * dlsym may call calloc. The pool is the first BOOT_POOL_SIZE bytes of the
+ * region when it could be reserved, else a static array; either way inside
+ * the range free() tests. Pool blocks carry their size in a 16-byte header
+ * and are never handed to the real free.
+ *
+ * boot_resolve_real then fills rt_real, rebuilding on the allocator's own
+ * posix_memalign any entry point the allocator underneath lacks (say
+ * jemalloc preloaded without pvalloc: RTLD_NEXT would find glibc's, whose
+ * blocks jemalloc's free cannot take).
+ */
+#define AP_RUNTIME_BUILDING 1
+#include "boot.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocprof/common.h"
+#include "runtime_core.h"
+
+/* ---- bootstrap pool --------------------------------------------------- */
+
+#define BOOT_HDR ((size_t)16)
+static _Alignas(4096) unsigned char boot_pool_static[BOOT_POOL_SIZE];
+static unsigned char *boot_pool = boot_pool_static; /* set before first use */
+
+void boot_place_pool(void *base)
+{
+	boot_pool = base ? (unsigned char *)base : boot_pool_static;
+}
+
+uintptr_t boot_static_pool(void)
+{
+	return (uintptr_t)boot_pool_static;
+}
+static atomic_size_t boot_used;
+
+bool boot_in_pool(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
+}
+
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n == 0)
+		n = 1;
+	if (n > BOOT_POOL_SIZE || align > BOOT_POOL_SIZE || (align & (align - 1)))
+		return NULL;
+	size_t off = atomic_load(&boot_used), start;
+	do {
+		start = (off + BOOT_HDR + align - 1) & ~(align - 1);
+		if (start > BOOT_POOL_SIZE - n)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&boot_used, &off, start + n));
+	/* Fresh static or mapped memory: already zero. */
+	memcpy(boot_pool + start - BOOT_HDR, &n, sizeof n);
+	return boot_pool + start;
+}
+
+size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const unsigned char *)p - BOOT_HDR, sizeof n);
+	return n;
+}
+
+static void *boot_malloc(size_t n);
+static void boot_free(void *p);
+static void *boot_calloc(size_t n, size_t m);
+static void *boot_realloc(void *p, size_t n);
+static int boot_posix_memalign(void **out, size_t align, size_t n);
+static void *boot_aligned_alloc(size_t align, size_t n);
+static void *boot_memalign(size_t align, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static size_t boot_usable(void *p);
+
+real_fns rt_real = { boot_malloc,	 boot_free,	    boot_calloc,
+		     boot_realloc,	 boot_posix_memalign, boot_aligned_alloc,
+		     boot_memalign,	 boot_valloc,	     boot_pvalloc,
+		     boot_usable };
+
+/* Start initialisation unless this thread is the one running it. */
+static bool boot_try_init(void)
+{
+	if (!rt_tls.guard)
+		rt_ensure_init();
+	return rt_real.malloc != boot_malloc;
+}
+
+static void *boot_malloc(size_t n)
+{
+	return boot_try_init() ? rt_real.malloc(n) : boot_alloc(n, 16);
+}
+
+static void boot_free(void *p)
+{
+	/* Pool blocks never get here (free's range test catches them). */
+	if (boot_try_init())
+		rt_real.free(p);
+}
+
+static void *boot_calloc(size_t n, size_t m)
+{
+	if (boot_try_init())
+		return rt_real.calloc(n, m);
+	size_t total;
+	if (__builtin_mul_overflow(n, m, &total))
+		return NULL;
+	return boot_alloc(total, 16);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	if (boot_try_init())
+		return rt_real.realloc(p, n);
+	return p ? NULL : boot_alloc(n, 16);
+}
+
+static int boot_posix_memalign(void **out, size_t align, size_t n)
+{
+	if (boot_try_init())
+		return rt_real.posix_memalign(out, align, n);
+	void *p = boot_alloc(n, align);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+static void *boot_aligned_alloc(size_t align, size_t n)
+{
+	return boot_try_init() ? rt_real.aligned_alloc(align, n) : boot_alloc(n, align);
+}
+
+static void *boot_memalign(size_t align, size_t n)
+{
+	return boot_try_init() ? rt_real.memalign(align, n) : boot_alloc(n, align);
+}
+
+static void *boot_valloc(size_t n)
+{
+	return boot_try_init() ? rt_real.valloc(n) : boot_alloc(n, 4096);
+}
+
+static void *boot_pvalloc(size_t n)
+{
+	return boot_try_init() ? rt_real.pvalloc(n) : boot_alloc(n, 4096);
+}
+
+static size_t boot_usable(void *p)
+{
+	return boot_try_init() ? rt_real.malloc_usable_size(p) : 0;
+}
+
+/* ---- emulations for entry points the allocator underneath lacks -------- */
+
+/* If, say, jemalloc is preloaded after us but does not define pvalloc,
+ * RTLD_NEXT finds glibc's, whose blocks jemalloc's free cannot take. Such
+ * entry points are rebuilt on the allocator's own posix_memalign. */
+static size_t page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	return ps > 0 ? (size_t)ps : 4096;
+}
+
+static size_t round_align(size_t align)
+{
+	if (align < sizeof(void *))
+		return sizeof(void *);
+	size_t a = sizeof(void *);
+	while (a < align && a < ((size_t)1 << 62))
+		a <<= 1;
+	return a;
+}
+
+static void *emu_memalign(size_t align, size_t n)
+{
+	void *p = NULL;
+	int rc = rt_real.posix_memalign(&p, round_align(align), n);
+	if (rc != 0) {
+		errno = rc;
+		return NULL;
+	}
+	return p;
+}
+
+static void *emu_aligned_alloc(size_t align, size_t n)
+{
+	return emu_memalign(align, n);
+}
+
+static void *emu_valloc(size_t n)
+{
+	return emu_memalign(page_size(), n);
+}
+
+static void *emu_pvalloc(size_t n)
+{
+	size_t ps = page_size();
+	if (n > SIZE_MAX - ps) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return emu_memalign(ps, n ? (n + ps - 1) & ~(ps - 1) : ps);
+}
+
+size_t boot_emu_usable(void *p)
+{
+	(void)p;
+	return 0; /* unknown: the allocator underneath cannot tell */
+}
+
+static bool same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+	if (!dladdr(a, &ia) || !dladdr(b, &ib))
+		return false;
+	return ia.dli_fbase == ib.dli_fbase;
+}
+
+#define RESOLVE(field, name)                                                \
+	do {                                                                \
+		void *f_ = dlsym(RTLD_NEXT, name);                          \
+		if (f_)                                                     \
+			memcpy(&r.field, &f_, sizeof f_);                   \
+	} while (0)
+
+int boot_resolve_real(void)
+{
+	real_fns r;
+	memset(&r, 0, sizeof r);
+	RESOLVE(malloc, "malloc");
+	RESOLVE(free, "free");
+	RESOLVE(calloc, "calloc");
+	RESOLVE(realloc, "realloc");
+	RESOLVE(posix_memalign, "posix_memalign");
+	RESOLVE(aligned_alloc, "aligned_alloc");
+	RESOLVE(memalign, "memalign");
+	RESOLVE(valloc, "valloc");
+	RESOLVE(pvalloc, "pvalloc");
+	RESOLVE(malloc_usable_size, "malloc_usable_size");
+	if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign)
+		return AP_ENOTFOUND;
+	void *home;
+	memcpy(&home, &r.malloc, sizeof home);
+#define SAME(field, emu)                                                    \
+	do {                                                                \
+		void *f_;                                                   \
+		memcpy(&f_, &r.field, sizeof f_);                           \
+		if (!f_ || !same_object(f_, home))                          \
+			r.field = emu;                                      \
+	} while (0)
+	/* posix_memalign must be the allocator's own for the emulations. */
+	void *pm;
+	memcpy(&pm, &r.posix_memalign, sizeof pm);
+	if (!same_object(pm, home))
+		return AP_EUNSUPPORTED;
+	SAME(aligned_alloc, emu_aligned_alloc);
+	SAME(memalign, emu_memalign);
+	SAME(valloc, emu_valloc);
+	SAME(pvalloc, emu_pvalloc);
+	SAME(malloc_usable_size, boot_emu_usable);
+#undef SAME
+	/* Publish: malloc last, it is what boot_try_init checks. */
+	rt_real.free = r.free;
+	rt_real.calloc = r.calloc;
+	rt_real.realloc = r.realloc;
+	rt_real.posix_memalign = r.posix_memalign;
+	rt_real.aligned_alloc = r.aligned_alloc;
+	rt_real.memalign = r.memalign;
+	rt_real.valloc = r.valloc;
+	rt_real.pvalloc = r.pvalloc;
+	rt_real.malloc_usable_size = r.malloc_usable_size;
+	atomic_thread_fence(memory_order_release);
+	rt_real.malloc = r.malloc;
+	return 0;
+}

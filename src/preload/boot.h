@@ -1,0 +1,27 @@
+/*
+ * boot.h: the bootstrap pool and the resolution of the allocator underneath
+ * (boot.c), used by the runtime's initialisation and its range paths.
+ */
+#ifndef ALLOCPROF_PRELOAD_BOOT_H
+#define ALLOCPROF_PRELOAD_BOOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BOOT_POOL_SIZE ((size_t)256 * 1024)
+
+/* Serve the pool from base (the region's first BOOT_POOL_SIZE bytes), or
+ * from the static array when base is NULL. Before any pool allocation. */
+void boot_place_pool(void *base);
+/* Address of the static pool array (the range when there is no region). */
+uintptr_t boot_static_pool(void);
+bool boot_in_pool(const void *p);
+/* Size asked for a pool block. */
+size_t boot_size(const void *p);
+/* Fill rt_real from dlsym(RTLD_NEXT); AP_ENOTFOUND / AP_EUNSUPPORTED. */
+int boot_resolve_real(void);
+/* The stand-in malloc_usable_size when the allocator has none: 0. */
+size_t boot_emu_usable(void *p);
+
+#endif
