@@ -8,8 +8,11 @@
 #include "allocprof/difftest.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "fdr.h"
 #include "specfun.h"
 
 /* A side's uncertain samples behave like small objects' (pi ~ Z / R, so
@@ -374,25 +377,36 @@ int ap_diff_qvalues(const double *p, size_t n, double *q,
 	return 0;
 }
 
-int ap_diff_fdr(ap_diff_result *r, size_t n, double fdr,
-		const ap_allocator *alloc)
+int apx_qvalues_strided(void *items, size_t n, size_t stride, size_t p_off,
+			size_t q_off, const ap_allocator *alloc)
 {
 	if (n == 0)
 		return 0;
-	if (!r || !(fdr > 0 && fdr < 1))
+	if (!items)
 		return AP_EINVAL;
 	if (!alloc)
 		alloc = ap_allocator_libc();
 	double *p = alloc->alloc(alloc->ctx, n * sizeof *p);
 	if (!p)
 		return AP_ENOMEM;
+	unsigned char *base = items;
 	for (size_t i = 0; i < n; i++)
-		p[i] = r[i].p;
+		memcpy(&p[i], base + i * stride + p_off, sizeof p[i]);
 	int rc = ap_diff_qvalues(p, n, p, alloc);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		r[i].q = p[i];
-		r[i].significant = p[i] <= fdr;
-	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		memcpy(base + i * stride + q_off, &p[i], sizeof p[i]);
 	alloc->free(alloc->ctx, p, n * sizeof *p);
+	return rc;
+}
+
+int ap_diff_fdr(ap_diff_result *r, size_t n, double fdr,
+		const ap_allocator *alloc)
+{
+	if (n > 0 && (!r || !(fdr > 0 && fdr < 1)))
+		return AP_EINVAL;
+	int rc = apx_qvalues_strided(r, n, sizeof *r, offsetof(ap_diff_result, p),
+				     offsetof(ap_diff_result, q), alloc);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		r[i].significant = r[i].q <= fdr;
 	return rc;
 }

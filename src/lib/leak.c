@@ -15,9 +15,11 @@
 #include "allocprof/leak.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "allocprof/difftest.h"
 #include "allocprof/estimate.h"
+#include "fdr.h"
 
 double ap_student_sf(double t, double df)
 {
@@ -126,24 +128,15 @@ int ap_leak_fdr(const ap_leak_series *sites, size_t nsites, double level,
 {
 	if ((nsites > 0 && (!sites || !out)) || !(fdr > 0 && fdr < 1))
 		return AP_EINVAL;
-	const ap_allocator *al = alloc ? alloc : ap_allocator_libc();
 	for (size_t i = 0; i < nsites; i++) {
 		int rc = ap_leak_trend(sites[i].pts, sites[i].n, level, &out[i]);
 		if (rc != 0)
 			return rc;
 	}
-	if (nsites == 0)
-		return 0;
-	double *p = al->alloc(al->ctx, nsites * sizeof *p);
-	if (!p)
-		return AP_ENOMEM;
-	for (size_t i = 0; i < nsites; i++)
-		p[i] = out[i].p;
-	int rc = ap_diff_qvalues(p, nsites, p, alloc);
-	for (size_t i = 0; rc == 0 && i < nsites; i++) {
-		out[i].q = p[i];
-		out[i].leak = p[i] <= fdr;
-	}
-	al->free(al->ctx, p, nsites * sizeof *p);
+	int rc = apx_qvalues_strided(out, nsites, sizeof *out,
+				     offsetof(ap_leak_result, p),
+				     offsetof(ap_leak_result, q), alloc);
+	for (size_t i = 0; rc == 0 && i < nsites; i++)
+		out[i].leak = out[i].q <= fdr;
 	return rc;
 }
