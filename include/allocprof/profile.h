@@ -131,6 +131,24 @@ typedef struct ap_function {
 	int64_t start_line;
 } ap_function;
 
+/*
+ * An allocprof extension: a named blob carried in the pprof Profile
+ * message's field AP_PPROF_EXT_FIELD, which pprof and other readers skip
+ * as an unknown field, so what allocprof alone reads (histograms, process
+ * memory, the timeline, ...) neither clutters pprof's header nor breaks
+ * its parsers. Several extensions may share a name. Wire form and the
+ * names in use: docs/FORMATS.md, "Extensions".
+ */
+#define AP_PPROF_EXT_FIELD 1000
+/* Longest extension name (bytes, without the NUL). */
+#define AP_PROFILE_EXT_NAME_MAX 127
+
+typedef struct ap_profile_ext {
+	const char *name;          /* NUL-terminated, 1..AP_PROFILE_EXT_NAME_MAX */
+	const unsigned char *data; /* len bytes (not NUL-terminated) */
+	size_t len;
+} ap_profile_ext;
+
 struct ap_profile_priv;
 
 typedef struct ap_profile {
@@ -154,6 +172,8 @@ typedef struct ap_profile {
 	size_t ncomments;
 	int64_t default_sample_type; /* string index; 0 = the last type */
 	int64_t doc_url;             /* string index */
+	ap_profile_ext *exts;        /* in the order added (ap_profile_ext_add) */
+	size_t nexts;
 	struct ap_profile_priv *priv;
 } ap_profile;
 
@@ -265,6 +285,21 @@ AP_API const char *ap_profile_error(const ap_profile *p);
 AP_API const ap_allocator *ap_profile_allocator(const ap_profile *p);
 /* Append a comment string. */
 AP_API int ap_profile_add_comment(ap_profile *p, const char *comment);
+/*
+ * Append an extension: name (printable ASCII, no spaces, 1 to
+ * AP_PROFILE_EXT_NAME_MAX bytes) and a copy of len bytes of data (data may
+ * be NULL when len is 0). 0, AP_EINVAL or AP_ENOMEM.
+ */
+AP_API int ap_profile_ext_add(ap_profile *p, const char *name,
+			      const void *data, size_t len);
+/*
+ * The next extension at index >= *cursor whose name is name (or starts
+ * with name when prefix is true); *cursor is set past it. Start with
+ * *cursor = 0. NULL when there is none.
+ */
+AP_API const ap_profile_ext *ap_profile_ext_next(const ap_profile *p,
+						 const char *name, bool prefix,
+						 size_t *cursor);
 /*
  * Append snap as the comment "allocprof.hist.NAME=" + base64 of its binary
  * encoding (ap_hist_encode); temporaries come from p's allocator. name must

@@ -460,6 +460,11 @@ static int merge_one(struct merger *m, const ap_profile *in, size_t which)
 		if (!rc)
 			rc = ap_profile_add_comment(m->out, c);
 	}
+	/* Extensions are carried as they are, one per input: their readers
+	 * know a merged profile may hold one of each per process. */
+	for (size_t i = 0; !rc && i < in->nexts; i++)
+		rc = ap_profile_ext_add(m->out, in->exts[i].name, in->exts[i].data,
+					in->exts[i].len);
 	if (!rc && in->time_nanos > 0) {
 		/* the merged window spans every input's window */
 		int64_t s0 = m->out->time_nanos, e0 = s0 + m->out->duration_nanos;

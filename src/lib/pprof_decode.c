@@ -269,6 +269,46 @@ static int push_comment(void *ctx, uint64_t v)
 	return rc ? builder_fail(d, rc) : 0;
 }
 
+/* An allocprof extension (AP_PPROF_EXT_FIELD): name (1) and data (2). */
+struct ext_msg {
+	pb_reader name, data;
+	bool has_name;
+};
+
+static int ext_field(void *ctx, pb_reader *m, uint32_t f, enum pb_wire wt)
+{
+	struct ext_msg *e = ctx;
+	if (f == 1) {
+		e->has_name = true;
+		return apx_pb_open(m, wt, "extension name", &e->name);
+	}
+	if (f == 2)
+		return apx_pb_open(m, wt, "extension data", &e->data);
+	return apx_pb_skip(m, f, wt);
+}
+
+static int add_ext(struct dec *d, pb_reader *r, enum pb_wire wt)
+{
+	pb_reader m = { 0 };
+	struct ext_msg e = { { 0 }, { 0 }, false };
+	int rc = apx_pb_open(r, wt, "extension", &m);
+	if (!rc)
+		rc = apx_pb_fields(&m, ext_field, &e);
+	if (rc)
+		return rc;
+	char name[AP_PROFILE_EXT_NAME_MAX + 1];
+	if (!e.has_name || e.name.len == 0 || e.name.len > AP_PROFILE_EXT_NAME_MAX)
+		return apx_pb_fail(r, "extension at offset %zu has no name or "
+			       "one over %d bytes", m.base, AP_PROFILE_EXT_NAME_MAX);
+	memcpy(name, e.name.p, e.name.len);
+	name[e.name.len] = '\0';
+	rc = ap_profile_ext_add(d->p, name, e.data.p, e.data.len);
+	if (rc == AP_EINVAL)
+		return apx_pb_fail(r, "extension at offset %zu has a name that is "
+			       "not printable ASCII", m.base);
+	return rc ? builder_fail(d, rc) : 0;
+}
+
 static int pass_defs(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 {
 	struct dec *d = ctx;
@@ -301,6 +341,7 @@ static int pass_defs(void *ctx, pb_reader *r, uint32_t f, enum pb_wire wt)
 		return get_str(d, r, wt, "default_sample_type",
 			       &p->default_sample_type);
 	case 15: return get_str(d, r, wt, "doc_url", &p->doc_url);
+	case AP_PPROF_EXT_FIELD: return add_ext(d, r, wt);
 	default: return apx_pb_skip(r, f, wt);
 	}
 }

@@ -136,6 +136,13 @@ static void put_profile(pb_writer *w, const ap_profile *p)
 	}
 	put_i64(w, F_DEFAULT_SAMPLE_TYPE, p->default_sample_type);
 	put_i64(w, F_DOC_URL, p->doc_url);
+	for (size_t i = 0; i < p->nexts; i++) {
+		const ap_profile_ext *e = &p->exts[i];
+		size_t m = apx_pb_begin_msg(w, AP_PPROF_EXT_FIELD);
+		apx_pb_put_bytes_field(w, 1, e->name, strlen(e->name));
+		apx_pb_put_bytes_field(w, 2, e->data, e->len);
+		apx_pb_end_msg(w, m);
+	}
 }
 
 /* Hand the writer's buffer out trimmed to len + 1 bytes, NUL-terminated. */

@@ -55,7 +55,7 @@ struct ap_profile_priv {
 	ap_allocator a;
 	struct arena_chunk *chunks;
 	size_t cap_sample_types, cap_samples, cap_mappings, cap_locations;
-	size_t cap_functions, cap_strings, cap_comments;
+	size_t cap_functions, cap_strings, cap_comments, cap_exts;
 	struct str_slot *str_slots;
 	size_t str_cap;
 	struct id_map mappings, locations, functions;
@@ -384,6 +384,7 @@ void ap_profile_destroy(ap_profile *p)
 	p_free(p, p->functions, pv->cap_functions * sizeof *p->functions);
 	p_free(p, p->strings, pv->cap_strings * sizeof *p->strings);
 	p_free(p, p->comments, pv->cap_comments * sizeof *p->comments);
+	p_free(p, p->exts, pv->cap_exts * sizeof *p->exts);
 	p_free(p, pv->str_slots, pv->str_cap * sizeof *pv->str_slots);
 	p_free(p, pv->mappings.slots, pv->mappings.cap * sizeof(struct id_slot));
 	p_free(p, pv->locations.slots, pv->locations.cap * sizeof(struct id_slot));
@@ -666,6 +667,58 @@ int ap_profile_add_comment(ap_profile *p, const char *comment)
 		return (int)s;
 	p->comments[p->ncomments++] = s;
 	return 0;
+}
+
+/* Printable ASCII without spaces, 1..AP_PROFILE_EXT_NAME_MAX bytes. */
+static bool ext_name_ok(const char *name)
+{
+	size_t n = 0;
+	for (; name[n]; n++)
+		if (n >= AP_PROFILE_EXT_NAME_MAX || name[n] <= ' ' || name[n] > '~')
+			return false;
+	return n > 0;
+}
+
+int ap_profile_ext_add(ap_profile *p, const char *name, const void *data,
+		       size_t len)
+{
+	if (!p || !name || (!data && len))
+		return AP_EINVAL;
+	if (!ext_name_ok(name)) {
+		set_err(p, "extension name is empty, too long or not printable");
+		return AP_EINVAL;
+	}
+	int rc = reserve(p, &p->exts, &p->priv->cap_exts, p->nexts + 1,
+			 sizeof *p->exts);
+	if (rc)
+		return rc;
+	size_t nlen = strlen(name) + 1;
+	char *n = arena_alloc(p, nlen);
+	unsigned char *d = arena_alloc(p, len ? len : 1);
+	if (!n || !d)
+		return AP_ENOMEM;
+	memcpy(n, name, nlen);
+	if (len)
+		memcpy(d, data, len);
+	p->exts[p->nexts++] = (ap_profile_ext){ n, d, len };
+	return 0;
+}
+
+const ap_profile_ext *ap_profile_ext_next(const ap_profile *p, const char *name,
+					  bool prefix, size_t *cursor)
+{
+	if (!p || !name || !cursor)
+		return NULL;
+	size_t nlen = strlen(name);
+	for (size_t i = *cursor; i < p->nexts; i++) {
+		const char *e = p->exts[i].name;
+		if (prefix ? strncmp(e, name, nlen) == 0 : strcmp(e, name) == 0) {
+			*cursor = i + 1;
+			return &p->exts[i];
+		}
+	}
+	*cursor = p->nexts;
+	return NULL;
 }
 
 /* ---- lookups --------------------------------------------------------- */

@@ -150,6 +150,14 @@ static inline const char *profiles_differ(const ap_profile *a,
 	for (size_t i = 0; i < a->ncomments; i++)
 		if (!str_eq(a, a->comments[i], b, b->comments[i]))
 			return "comments";
+	if (a->nexts != b->nexts)
+		return "nexts";
+	for (size_t i = 0; i < a->nexts; i++)
+		if (strcmp(a->exts[i].name, b->exts[i].name) ||
+		    a->exts[i].len != b->exts[i].len ||
+		    (a->exts[i].len &&
+		     memcmp(a->exts[i].data, b->exts[i].data, a->exts[i].len)))
+			return "exts";
 	if (!str_eq(a, a->drop_frames, b, b->drop_frames) ||
 	    !str_eq(a, a->keep_frames, b, b->keep_frames) ||
 	    !str_eq(a, a->period_type.type, b, b->period_type.type) ||

@@ -76,6 +76,9 @@ static ap_profile *make_full(void)
 	ap_profile_add_sample(p, st3, 2, v3, lab + 1, 1);
 	ap_profile_add_comment(p, "first comment");
 	ap_profile_add_comment(p, "");
+	static const unsigned char blob[] = { 0, 1, 2, 0xff, 0 };
+	ap_profile_ext_add(p, "allocprof.test", blob, sizeof blob);
+	ap_profile_ext_add(p, "allocprof.empty", NULL, 0);
 	p->drop_frames = S(p, "malloc|free");
 	p->keep_frames = S(p, "keep.*");
 	p->time_nanos = 1700000000123456789;
@@ -247,6 +250,73 @@ AP_TEST(decode_handmade_unpacked_out_of_order)
 	AP_CHECK_EQ_U64(q->ncomments, 2);
 	AP_CHECK(strcmp(ap_profile_string(q, q->comments[1]), "b") == 0);
 	ap_profile_destroy(q);
+}
+
+AP_TEST(extensions_are_named_and_found_by_name_or_prefix)
+{
+	ap_profile *p;
+	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "", "x", 1), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "has space", "x", 1), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "tab\there", "x", 1), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "a", NULL, 1), AP_EINVAL);
+	char longname[AP_PROFILE_EXT_NAME_MAX + 2];
+	memset(longname, 'n', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, longname, "x", 1), AP_EINVAL);
+	longname[AP_PROFILE_EXT_NAME_MAX] = '\0';
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, longname, "x", 1), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "hist.size", "s1", 2), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "memory", "m", 1), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "hist.life", "l12", 3), 0);
+	AP_CHECK_EQ_U64(p->nexts, 4);
+	size_t cur = 0;
+	const ap_profile_ext *e = ap_profile_ext_next(p, "hist.", true, &cur);
+	AP_CHECK(e && strcmp(e->name, "hist.size") == 0 && e->len == 2);
+	e = ap_profile_ext_next(p, "hist.", true, &cur);
+	AP_CHECK(e && strcmp(e->name, "hist.life") == 0 &&
+		 memcmp(e->data, "l12", 3) == 0);
+	AP_CHECK(ap_profile_ext_next(p, "hist.", true, &cur) == NULL);
+	cur = 0;
+	AP_CHECK(ap_profile_ext_next(p, "hist.", false, &cur) == NULL);
+	cur = 0;
+	e = ap_profile_ext_next(p, "memory", false, &cur);
+	AP_CHECK(e && e->len == 1 && cur == 3);
+	ap_profile_destroy(p);
+}
+
+/* An extension is field 1000 of Profile, {1: name, 2: data}: readers that
+ * do not know it skip it, and a malformed one is a clear error. */
+AP_TEST(extension_wire_form_and_malformed_names)
+{
+	ap_profile *q;
+	char err[200];
+	/* string_table [""], then field 1000 (tag 0xc2 0x3e) {name "ab", data "\x01"} */
+	static const unsigned char good[] = { 0x32, 0x00, 0xc2, 0x3e, 0x07,
+					      0x0a, 0x02, 'a', 'b',
+					      0x12, 0x01, 0x01 };
+	maybe_write_corpus("pprof", "extension", good, sizeof good);
+	AP_CHECK_EQ_INT(ap_pprof_decode(good, sizeof good, NULL, &q, err,
+					sizeof err), 0);
+	AP_CHECK_EQ_U64(q->nexts, 1);
+	AP_CHECK(strcmp(q->exts[0].name, "ab") == 0 && q->exts[0].len == 1 &&
+		 q->exts[0].data[0] == 1);
+	unsigned char *buf;
+	size_t len;
+	AP_CHECK_EQ_INT(ap_pprof_encode(q, false, NULL, &buf, &len), 0);
+	AP_CHECK(len == sizeof good && memcmp(buf, good, len) == 0);
+	free_buf(buf, len);
+	ap_profile_destroy(q);
+	static const unsigned char noname[] = { 0x32, 0x00, 0xc2, 0x3e, 0x03,
+						0x12, 0x01, 0x01 };
+	AP_CHECK_EQ_INT(ap_pprof_decode(noname, sizeof noname, NULL, &q, err,
+					sizeof err), AP_ECORRUPT);
+	AP_CHECK_MSG(strstr(err, "has no name") != NULL, "%s", err);
+	static const unsigned char badname[] = { 0x32, 0x00, 0xc2, 0x3e, 0x04,
+						 0x0a, 0x02, 'a', ' ' };
+	AP_CHECK_EQ_INT(ap_pprof_decode(badname, sizeof badname, NULL, &q, err,
+					sizeof err), AP_ECORRUPT);
+	AP_CHECK_MSG(strstr(err, "not printable") != NULL, "%s", err);
 }
 
 /* Offsets where top-level fields end: prefixes cut there parse cleanly. */
