@@ -352,11 +352,12 @@ static int identify(struct files *f, size_t *skipped, char *err, size_t errlen)
 		ap_profile_destroy(p);
 	}
 	compact(f);
-	if (*skipped)
-		ap_cli_error("%zu file%s in the directories given %s not heap "
-			     "profiles: skipped", *skipped,
-			     *skipped == 1 ? "" : "s",
-			     *skipped == 1 ? "is" : "are");
+	if (*skipped == 1)
+		ap_cli_error("1 file in the directories given is not a heap "
+			     "profile: skipped");
+	else if (*skipped)
+		ap_cli_error("%zu files in the directories given are not heap "
+			     "profiles: skipped", *skipped);
 	return 0;
 }
 
