@@ -21,7 +21,7 @@
 #include "cli_util.h"
 #include "keymap.h"
 #include "profload.h"
-#include "symbolize.h"
+#include "symmemo.h"
 
 /* A site's cell at one point (cells of a point sorted by site). */
 struct cell {
@@ -46,6 +46,7 @@ struct ts_series {
 	size_t nsites, capsites;
 	hv_keymap *sitemap;
 	hv_strpool strs;
+	sym_memo *memo; /* the points are one process: symbolize once */
 };
 
 void ts_options_default(ts_options *o)
@@ -62,7 +63,8 @@ int ts_series_new(const ts_options *o, const ap_process_id *id,
 	*out = NULL;
 	if (!s)
 		return AP_ENOMEM;
-	if (hv_strpool_init(&s->strs) || !(s->sitemap = hv_keymap_new())) {
+	if (hv_strpool_init(&s->strs) || !(s->sitemap = hv_keymap_new()) ||
+	    !(s->memo = sym_memo_new())) {
 		ts_series_free(s);
 		return AP_ENOMEM;
 	}
@@ -86,6 +88,7 @@ void ts_series_free(ts_series *s)
 	free(s->sites);
 	hv_keymap_free(s->sitemap);
 	hv_strpool_free(&s->strs);
+	sym_memo_free(s->memo);
 	free(s);
 }
 
@@ -157,6 +160,18 @@ static int add_view(ts_series *s, const hv_view *v, double t_s, uint64_t seq,
 	return 0;
 }
 
+/* p symbolized through the series' memo; warnings (a missing binary)
+ * once, not at every point. */
+static int symbolize(ts_series *s, const ap_profile *p, ap_profile **out,
+		     char *err, size_t errlen)
+{
+	sym_options so;
+	sym_options_default(&so);
+	so.progress = false;
+	so.warn = sym_memo_misses(s->memo) == 0;
+	return sym_memo_symbolize(s->memo, p, &so, out, err, errlen);
+}
+
 int ts_series_add_profile(ts_series *s, const ap_profile *p, double t_s,
 			  uint64_t seq, const char *source, char *err,
 			  size_t errlen)
@@ -169,14 +184,7 @@ int ts_series_add_profile(ts_series *s, const ap_profile *p, double t_s,
 		return AP_EINVAL;
 	}
 	ap_profile *sp = NULL;
-	int rc = 0;
-	if (s->opt.hv.symbolize) {
-		sym_options so;
-		sym_options_default(&so);
-		so.progress = false;
-		so.warn = s->npts == 0; /* the same warnings at every point */
-		rc = sym_symbolize_profile(p, &so, &sp, NULL, err, errlen);
-	}
+	int rc = s->opt.hv.symbolize ? symbolize(s, p, &sp, err, errlen) : 0;
 	hv_view *v = NULL;
 	if (!rc)
 		rc = hv_build(sp ? sp : p, &s->opt.hv, &v, err, errlen);
@@ -490,12 +498,27 @@ static int order(struct files *f, char *err, size_t errlen)
 	return 0;
 }
 
-/* Second pass: each dump as a point. */
+/*
+ * Second pass: each dump as a point. The last dump is symbolized first:
+ * dumps are cumulative, so its locations are (nearly always) those of
+ * every earlier one, which then come from the memo.
+ */
 static int load_points(ts_series *s, const struct files *f, char *err,
 		       size_t errlen)
 {
 	int64_t origin = f->d[0].has_id ? (int64_t)f->d[0].id.start_ns
 					 : f->d[0].time_ns;
+	if (s->opt.hv.symbolize) {
+		const char *last = f->d[f->n - 1].path;
+		ap_profile *p = NULL, *sp = NULL;
+		int rc = hv_load_profiles(&last, 1, &p, err, errlen);
+		if (!rc)
+			rc = symbolize(s, p, &sp, err, errlen);
+		ap_profile_destroy(p);
+		ap_profile_destroy(sp);
+		if (rc)
+			return rc;
+	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct dumpinfo *d = &f->d[i];
 		const char *path = d->path;

@@ -12,6 +12,7 @@
 #include "cli_util.h"
 #include "leakview.h"
 #include "series.h"
+#include "symmemo.h"
 #include "timeline.h"
 
 #include <stdio.h>
@@ -387,4 +388,68 @@ AP_TEST(hostile_site_names_are_escaped_in_the_svg)
 	lk_free(&r);
 	ts_series_free(s);
 	ap_profile_destroy(p);
+}
+
+/* An unsymbolized profile of a binary that is not there: one sample per
+ * address in addrs. */
+static ap_profile *raw_profile(const uint64_t *addrs, size_t n)
+{
+	ap_profile *p = NULL;
+	if (ap_profile_create(NULL, &p) || ap_profile_init_heap(p, 1))
+		return NULL;
+	ap_mapping m = {0, 0x400000, 0x800000, 0,
+			ap_profile_intern(p, "/nonexistent/prog"), 0, false, false,
+			false, false};
+	uint64_t mid, lid;
+	if (ap_profile_add_mapping(p, &m, &mid))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		ap_location l = {0, mid, addrs[i], NULL, 0, false};
+		ap_heap_sums a = {.objects = 1, .space = 64, .u = 64, .usable = 64,
+				  .samples = 1, .exact = 1};
+		int64_t v[AP_HEAP_NVALUES];
+		ap_heap_sums_encode(&a, &a, 1, ap_round_key(&addrs[i], 1, 0), v);
+		if (ap_profile_add_location(p, &l, &lid) ||
+		    ap_profile_add_sample(p, &lid, 1, v, NULL, 0))
+			return NULL;
+	}
+	return p;
+}
+
+AP_TEST(the_memo_symbolizes_each_address_once)
+{
+	uint64_t a[] = {0x401000, 0x402000, 0x403000};
+	ap_profile *p2 = raw_profile(a, 2), *p3 = raw_profile(a, 3);
+	AP_CHECK(p2 && p3);
+	sym_memo *m = sym_memo_new();
+	AP_CHECK(m);
+	sym_options so;
+	sym_options_default(&so);
+	so.warn = false;
+	so.require_main = false; /* the binary is not there */
+	char err[256] = "";
+	ap_profile *out = NULL;
+	AP_CHECK_EQ_INT(sym_memo_symbolize(m, p2, &so, &out, err, sizeof err), 0);
+	AP_CHECK_EQ_U64(sym_memo_misses(m), 1);
+	AP_CHECK_EQ_U64(out->nlocations, 2);
+	ap_profile_destroy(out);
+	/* the same addresses again: from the memo */
+	AP_CHECK_EQ_INT(sym_memo_symbolize(m, p2, &so, &out, err, sizeof err), 0);
+	AP_CHECK_EQ_U64(sym_memo_misses(m), 1);
+	AP_CHECK_EQ_U64(out->nlocations, 2);
+	AP_CHECK_EQ_U64(out->nsamples, 2);
+	AP_CHECK(out->locations[0].address == 0x401000 ||
+		 out->locations[1].address == 0x401000);
+	ap_profile_destroy(out);
+	/* one address more: the symbolizer again, then known */
+	AP_CHECK_EQ_INT(sym_memo_symbolize(m, p3, &so, &out, err, sizeof err), 0);
+	AP_CHECK_EQ_U64(sym_memo_misses(m), 2);
+	ap_profile_destroy(out);
+	AP_CHECK_EQ_INT(sym_memo_symbolize(m, p3, &so, &out, err, sizeof err), 0);
+	AP_CHECK_EQ_U64(sym_memo_misses(m), 2);
+	AP_CHECK_EQ_U64(out->nlocations, 3);
+	ap_profile_destroy(out);
+	sym_memo_free(m);
+	ap_profile_destroy(p2);
+	ap_profile_destroy(p3);
 }
