@@ -76,6 +76,7 @@ function showTip(lines, x, y) {
     text.appendChild(ts);
     w = Math.max(w, lines[j].length * 7.2);
   }
+  try { w = text.getBBox().width; } catch (e) { /* not rendered: estimate */ }
   var h = 16 * lines.length + 10, bx = x + 14, by = y + 14;
   if (bx + w + 16 > +svg.getAttribute('width')) bx = x - w - 30;
   if (by + h > box.y1) by = Math.max(box.y0, y - h - 14);
