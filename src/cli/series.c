@@ -324,8 +324,13 @@ static int expand(const char *const *paths, size_t n, struct files *f,
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		int rc;
-		if (strcmp(paths[i], "-") && stat(paths[i], &st) == 0 &&
-		    S_ISDIR(st.st_mode))
+		if (!strcmp(paths[i], "-")) {
+			/* every dump is read twice (identity, then point) */
+			ap_cli_seterr(err, errlen, "a series is read from files "
+				      "or directories, not standard input");
+			return AP_EINVAL;
+		}
+		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
 			rc = add_dir(f, paths[i], err, errlen);
 		else if ((rc = add_file(f, paths[i], false)))
 			ap_cli_seterr(err, errlen, "out of memory");

@@ -102,6 +102,7 @@ expect_error 1 "no profile given" "$cli" timeline
 mkdir "$tmp/empty"
 expect_error 1 "no heap profile given" "$cli" leaks "$tmp/empty"
 expect_error 2 "only one dump" "$cli" leaks "$tmp/a/p.100.3.pb"
+expect_error 1 "not standard input" "$cli" leaks - < "$tmp/a/p.100.3.pb"
 expect_error 2 "only one dump" "$cli" timeline "$tmp/a/p.100.3.pb"
 for k in 1 2 3; do dump "$tmp/b" 200 "$k" "$k" 5; done
 expect_error 1 "dumps of 2 processes (pids 100, 200): a series is one process; choose one with --pid" \
