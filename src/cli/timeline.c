@@ -225,8 +225,11 @@ int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 			sel->nrest == 1 ? "" : "s");
 	fprintf(out, "\n%9s %10s %-22s", "time", "total",
 		level == 0.95 ? "[95% interval]" : "[interval]");
-	for (size_t k = 0; k < sel->n; k++)
-		fprintf(out, " %9s%-2zu", "#", k + 1);
+	for (size_t k = 0; k < sel->n; k++) {
+		char col[24];
+		snprintf(col, sizeof col, "#%zu", k + 1);
+		fprintf(out, " %11s", col);
+	}
 	if (sel->nrest)
 		fprintf(out, " %11s", "other");
 	fputc('\n', out);
