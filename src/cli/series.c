@@ -154,7 +154,8 @@ static int add_view(ts_series *s, const hv_view *v, double t_s, uint64_t seq,
 		if (c->c.v.bytes > s->sites[j].max_bytes)
 			s->sites[j].max_bytes = c->c.v.bytes;
 	}
-	qsort(s->cells + pt->first, pt->n, sizeof *s->cells, by_site);
+	if (pt->n > 1)
+		qsort(s->cells + pt->first, pt->n, sizeof *s->cells, by_site);
 	s->ncells += pt->n;
 	s->npts++;
 	return 0;
@@ -216,7 +217,7 @@ const ts_options *ts_series_options(const ts_series *s) { return &s->opt; }
 ts_cell ts_cell_at(const ts_series *s, size_t i, size_t j)
 {
 	ts_cell zero = {{0, 0, 0, 0}, 0, 0};
-	if (i >= s->npts)
+	if (i >= s->npts || s->pts[i].n == 0)
 		return zero;
 	const struct cell *c = s->cells + s->pts[i].first;
 	size_t lo = 0, hi = s->pts[i].n;
@@ -314,7 +315,8 @@ static int add_dir(struct files *f, const char *dir, char *err, size_t errlen)
 	closedir(d);
 	if (rc)
 		ap_cli_seterr(err, errlen, "out of memory");
-	qsort(f->d + first, f->n - first, sizeof *f->d, by_path);
+	if (f->n > first) /* an empty directory leaves f->d NULL */
+		qsort(f->d + first, f->n - first, sizeof *f->d, by_path);
 	return rc;
 }
 
