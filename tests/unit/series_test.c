@@ -95,6 +95,19 @@ static ts_series *load(const char *const *paths, size_t n, int64_t pid,
 	return s;
 }
 
+/* five_dumps loaded (by function); *dir for rmtree. NULL on failure. */
+static ts_series *load_five(char **dir)
+{
+	char err[512] = "";
+	int rc = -1;
+	*dir = five_dumps();
+	const char *paths[] = {*dir};
+	ts_series *s = *dir ? load(paths, 1, -1, &rc, err, sizeof err) : NULL;
+	if (rc)
+		fprintf(stderr, "load_five: %s\n", err);
+	return s;
+}
+
 static size_t site_named(const ts_series *s, const char *name)
 {
 	for (size_t j = 0; j < ts_nsites(s); j++)
@@ -105,12 +118,9 @@ static size_t site_named(const ts_series *s, const char *name)
 
 AP_TEST(a_directory_of_dumps_is_a_series_in_sequence_order)
 {
-	char *d = five_dumps(), err[512] = "";
-	AP_CHECK(d);
-	int rc;
-	const char *paths[] = {d};
-	ts_series *s = load(paths, 1, -1, &rc, err, sizeof err);
-	AP_CHECK_MSG(rc == 0 && s, "%s", err);
+	char *d;
+	ts_series *s = load_five(&d);
+	AP_CHECK(s);
 	AP_CHECK_EQ_U64(ts_npoints(s), 5);
 	AP_CHECK_EQ_INT(ts_process(s)->pid, 42);
 	/* sites keyed as the report keys them: the malloc leaf is skipped */
@@ -212,20 +222,34 @@ AP_TEST(errors_name_the_problem)
 	rmtree(d);
 }
 
-/* The entry point of other sources: a profile per point, in time order. */
-AP_TEST(points_added_directly_must_move_forward)
+/* A series of one site, name, added directly at t = 1 and 2.5 s (the
+ * second point's source "ring"); *p keeps the profile used. */
+static ts_series *one_site(const char *name, ap_profile **p)
 {
-	synth_site one = {"work", "w.c", 1, 100, 4, 1};
-	ap_profile *p = NULL;
-	AP_CHECK_EQ_INT(synth_profile(&one, 1, 1, 1, 0, &p, NULL), 0);
+	synth_site one = {name, "w.c", 1, 100, 4, 1};
 	ts_options o;
 	ts_options_default(&o);
 	ts_series *s = NULL;
 	char err[256] = "";
-	AP_CHECK_EQ_INT(ts_series_new(&o, NULL, &s), 0);
+	*p = NULL;
+	if (synth_profile(&one, 1, 1, 1, 0, p, NULL) || ts_series_new(&o, NULL, &s) ||
+	    ts_series_add_profile(s, *p, 1.0, 0, NULL, err, sizeof err) ||
+	    ts_series_add_profile(s, *p, 2.5, 0, "ring", err, sizeof err)) {
+		fprintf(stderr, "one_site: %s\n", err);
+		ts_series_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The entry point of other sources: a profile per point, in time order. */
+AP_TEST(points_added_directly_must_move_forward)
+{
+	ap_profile *p;
+	ts_series *s = one_site("work", &p);
+	char err[256] = "";
+	AP_CHECK(s);
 	AP_CHECK(ts_process(s) == NULL);
-	AP_CHECK_EQ_INT(ts_series_add_profile(s, p, 1.0, 0, NULL, err, sizeof err), 0);
-	AP_CHECK_EQ_INT(ts_series_add_profile(s, p, 2.5, 0, "ring", err, sizeof err), 0);
 	AP_CHECK_EQ_INT(ts_series_add_profile(s, p, 2.5, 0, NULL, err, sizeof err),
 			AP_EINVAL);
 	AP_CHECK(strstr(err, "not after"));
@@ -254,12 +278,9 @@ AP_TEST(rates_read_per_hour_in_one_unit)
  * "flat" and "early" (flat in the later half) are not leaks. */
 AP_TEST(leak_verdicts_over_the_series)
 {
-	char *d = five_dumps(), err[512] = "";
-	AP_CHECK(d);
-	int rc;
-	const char *paths[] = {d};
-	ts_series *s = load(paths, 1, -1, &rc, err, sizeof err);
-	AP_CHECK_MSG(rc == 0, "%s", err);
+	char *d, err[512] = "";
+	ts_series *s = load_five(&d);
+	AP_CHECK(s);
 	lk_result r;
 	AP_CHECK_EQ_INT(lk_analyse(s, 0.05, &r, err, sizeof err), 0);
 	AP_CHECK_EQ_U64(r.n, 3);
@@ -310,12 +331,9 @@ static char *render(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 
 AP_TEST(timeline_draws_leaks_first_and_sums_the_rest)
 {
-	char *d = five_dumps(), err[512] = "";
-	AP_CHECK(d);
-	int rc;
-	const char *paths[] = {d};
-	ts_series *s = load(paths, 1, -1, &rc, err, sizeof err);
-	AP_CHECK_MSG(rc == 0, "%s", err);
+	char *d, err[512] = "";
+	ts_series *s = load_five(&d);
+	AP_CHECK(s);
 	lk_result r;
 	tl_sel sel;
 	AP_CHECK_EQ_INT(lk_analyse(s, 0.05, &r, err, sizeof err), 0);
@@ -363,16 +381,10 @@ AP_TEST(timeline_draws_leaks_first_and_sums_the_rest)
 
 AP_TEST(hostile_site_names_are_escaped_in_the_svg)
 {
-	synth_site one = {"<a&b>\"'", "w.c", 1, 100, 4, 1};
-	ap_profile *p = NULL;
-	AP_CHECK_EQ_INT(synth_profile(&one, 1, 1, 1, 0, &p, NULL), 0);
-	ts_options o;
-	ts_options_default(&o);
-	ts_series *s = NULL;
+	ap_profile *p;
+	ts_series *s = one_site("<a&b>\"'", &p);
 	char err[256] = "";
-	AP_CHECK_EQ_INT(ts_series_new(&o, NULL, &s), 0);
-	AP_CHECK_EQ_INT(ts_series_add_profile(s, p, 0.5, 0, NULL, err, sizeof err), 0);
-	AP_CHECK_EQ_INT(ts_series_add_profile(s, p, 1.5, 0, NULL, err, sizeof err), 0);
+	AP_CHECK(s);
 	lk_result r;
 	tl_sel sel;
 	AP_CHECK_EQ_INT(lk_analyse(s, 0.05, &r, err, sizeof err), 0);
