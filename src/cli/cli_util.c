@@ -153,3 +153,21 @@ fail:;
 	errno = e;
 	return -1;
 }
+
+int ap_cli_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return AP_ENOMEM;
+		c *= 2;
+	}
+	void *n = realloc(*arr, c * elem);
+	if (!n)
+		return AP_ENOMEM;
+	*arr = n;
+	*cap = c;
+	return 0;
+}

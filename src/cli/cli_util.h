@@ -38,6 +38,13 @@ int ap_cli_parse_level(const char *s, double *out);
 int ap_read_file(const char *path, unsigned char **out, size_t *len);
 
 /*
+ * Make room for need elements of elem bytes in the malloc'd array *arr of
+ * capacity *cap (doubling, from 16): 0, or AP_ENOMEM (the array unchanged)
+ * when out of memory or the size would overflow.
+ */
+int ap_cli_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/*
  * Bytes for people, in binary units (B, KiB, MiB, ...), in one of two
  * styles:
  *   AP_BYTES_FIXED  exact bytes below 1 KiB, then two decimals ("1.50 KiB",

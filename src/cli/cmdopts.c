@@ -130,3 +130,51 @@ out:
 	ap_profile_destroy(pd);
 	return rc;
 }
+
+int vc_series_option(int opt, const char *arg, ts_options *o)
+{
+	uint64_t pid;
+	switch (opt) {
+	case VC_OPT_BY:
+		if (!strcmp(arg, "function"))
+			o->hv.by = HV_BY_FUNCTION;
+		else if (!strcmp(arg, "line"))
+			o->hv.by = HV_BY_LINE;
+		else if (!strcmp(arg, "stack"))
+			o->hv.by = HV_BY_STACK;
+		else {
+			ap_cli_error("--by must be function, line or stack, "
+				     "not '%s'", arg);
+			return AP_EXIT_USAGE;
+		}
+		return 0;
+	case VC_OPT_PID:
+		if (ap_cli_parse_u64(arg, &pid) || pid > INT64_MAX) {
+			ap_cli_error("--pid needs a process id, not '%s'", arg);
+			return AP_EXIT_USAGE;
+		}
+		o->pid = (int64_t)pid;
+		return 0;
+	case VC_OPT_NOSYM:
+		o->hv.symbolize = false;
+		return 0;
+	default:
+		return vc_view_option(opt, arg, &o->hv);
+	}
+}
+
+int vc_open_series(const char *cmd, const char *const *paths, size_t n,
+		   const ts_options *o, ts_series **out)
+{
+	char err[512];
+	*out = NULL;
+	if (n == 0) {
+		ap_cli_error("no profile given (see 'allocprof %s --help')", cmd);
+		return AP_EXIT_USAGE;
+	}
+	int rc = ts_series_load(paths, n, o, out, err, sizeof err);
+	if (!rc)
+		return 0;
+	ap_cli_error("%s", err);
+	return rc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+}

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "heapview.h"
+#include "series.h"
 
 /* getopt_long codes of the shared options; commands number theirs from
  * VC_OPT_END on. */
@@ -87,5 +88,42 @@ int vc_open(const char *const *paths, size_t n, const hv_options *o,
  */
 int vc_open_pair(const char *base_path, const char *new_path,
 		 const hv_options *o, hv_view **vb, hv_view **vn, bool *delta);
+
+/*
+ * The options of the commands over a series (leaks, timeline): --level,
+ * --focus, --ignore, --by, --pid, --no-symbolize and the frame options.
+ * Commands number theirs from VC_OPT_SERIES_END on.
+ */
+enum { VC_OPT_BY = VC_OPT_END + 32, VC_OPT_PID, VC_OPT_NOSYM,
+       VC_OPT_SERIES_END };
+#define VC_SERIES_LONGOPTS                                                   \
+	{"level", required_argument, NULL, VC_OPT_LEVEL},                    \
+	{"focus", required_argument, NULL, VC_OPT_FOCUS},                    \
+	{"ignore", required_argument, NULL, VC_OPT_IGNORE},                  \
+	{"help", no_argument, NULL, VC_OPT_HELP},                            \
+	{"by", required_argument, NULL, VC_OPT_BY},                          \
+	{"pid", required_argument, NULL, VC_OPT_PID},                        \
+	{"no-symbolize", no_argument, NULL, VC_OPT_NOSYM},                   \
+	VC_FRAME_LONGOPTS
+#define VC_SERIES_HELP                                                       \
+	"  --by KEY       site key: function (default), line or stack, as in\n" \
+	"                 'allocprof report'\n"                                 \
+	"  --pid PID      the process to use when the dumps are of several\n"  \
+	"  --focus RE     keep stacks with a function matching RE (POSIX ERE)\n" \
+	"  --ignore RE    drop stacks with a function matching RE\n"           \
+	"  --no-symbolize show addresses; do not read the binaries\n"
+
+/* As vc_view_option, for the series options into o. */
+int vc_series_option(int opt, const char *arg, ts_options *o);
+
+/*
+ * ts_series_load with the error printed as one line (cmd names the
+ * command in the hint when no file is given). 0, or the exit status:
+ * AP_EXIT_USAGE (no files, several processes without --pid, ...),
+ * AP_EXIT_INPUT (unreadable or invalid files, a single point, times not
+ * increasing).
+ */
+int vc_open_series(const char *cmd, const char *const *paths, size_t n,
+		   const ts_options *o, ts_series **out);
 
 #endif

@@ -84,33 +84,15 @@ static uint64_t edge_hash(uint32_t parent, uint32_t name)
 	return mix64(((uint64_t)parent << 32) | name);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 64;
-	while (nc < need) {
-		if (nc > SIZE_MAX / 2 / elem)
-			return -1;
-		nc *= 2;
-	}
-	void *p = realloc(*arr, nc * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 /* Room for one more node (and its zeroed payload). */
 static int reserve_node(ap_fg *g)
 {
-	if (grow((void **)&g->nodes, &g->capnodes, g->nnodes + 1,
+	if (ap_cli_grow((void **)&g->nodes, &g->capnodes, g->nnodes + 1,
 		 sizeof *g->nodes))
 		return -1;
 	if (!g->psize)
 		return 0;
-	if (grow((void **)&g->payloads, &g->cappayloads, g->nnodes + 1,
+	if (ap_cli_grow((void **)&g->payloads, &g->cappayloads, g->nnodes + 1,
 		 g->psize))
 		return -1;
 	memset(g->payloads + g->nnodes * g->psize, 0, g->psize);
@@ -164,8 +146,8 @@ static uint32_t intern(ap_fg *g, const char *name)
 	if (g->nnames >= UINT32_MAX - 1)
 		return UINT32_MAX;
 	size_t capn = g->capnames;
-	if (grow((void **)&g->names, &capn, g->nnames + 1, sizeof *g->names) ||
-	    grow((void **)&g->name_hash, &g->capnames, g->nnames + 1,
+	if (ap_cli_grow((void **)&g->names, &capn, g->nnames + 1, sizeof *g->names) ||
+	    ap_cli_grow((void **)&g->name_hash, &g->capnames, g->nnames + 1,
 		 sizeof *g->name_hash))
 		return UINT32_MAX;
 	char *copy = strdup(name);

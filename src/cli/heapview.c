@@ -378,21 +378,6 @@ static bool sample_stat(struct build *b, const ap_sample *s, hv_stat *st,
 	return true;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 16;
-	while (c < need)
-		c *= 2;
-	void *n = realloc(*arr, c * elem);
-	if (!n)
-		return AP_ENOMEM;
-	*arr = n;
-	*cap = c;
-	return 0;
-}
-
 /*
  * Frames of sample s (leaf first, allocator frames dropped) into b->fbuf,
  * with each frame's index in v->lframes in b->fidx (for the regex caches).
@@ -405,8 +390,8 @@ static int sample_frames(struct build *b, const ap_sample *s, size_t *nout)
 		size_t li = (size_t)(l - b->p->locations);
 		const struct frame_run *r = &b->runs[li];
 		size_t cap = b->cap_fbuf;
-		if (grow((void **)&b->fbuf, &b->cap_fbuf, n + r->n, sizeof *b->fbuf) ||
-		    grow((void **)&b->fidx, &cap, n + r->n, sizeof *b->fidx))
+		if (ap_cli_grow((void **)&b->fbuf, &b->cap_fbuf, n + r->n, sizeof *b->fbuf) ||
+		    ap_cli_grow((void **)&b->fidx, &cap, n + r->n, sizeof *b->fidx))
 			return AP_ENOMEM;
 		memcpy(b->fbuf + n, b->v->lframes + r->first, r->n * sizeof *b->fbuf);
 		for (size_t j = 0; j < r->n; j++)
@@ -451,7 +436,7 @@ static bool passes_filters(struct build *b, size_t n)
 static int key_append(struct build *b, size_t *len, const char *s, char sep)
 {
 	size_t n = strlen(s);
-	if (grow((void **)&b->kbuf, &b->cap_kbuf, *len + n + 2, 1))
+	if (ap_cli_grow((void **)&b->kbuf, &b->cap_kbuf, *len + n + 2, 1))
 		return AP_ENOMEM;
 	if (*len && sep)
 		b->kbuf[(*len)++] = sep;
@@ -476,7 +461,7 @@ static int stack_for(struct build *b, size_t n, hv_site **out)
 		*out = &v->stacks[idx];
 		return 0;
 	}
-	if (grow((void **)&v->stacks, &b->capstacks, v->nstacks + 1,
+	if (ap_cli_grow((void **)&v->stacks, &b->capstacks, v->nstacks + 1,
 		 sizeof *v->stacks))
 		return AP_ENOMEM;
 	hv_site *st = &v->stacks[v->nstacks];
@@ -532,9 +517,9 @@ static int add_to_site(struct build *b, const hv_site *st, size_t n,
 	size_t idx = hv_keymap_get(b->sitemap, b->kbuf, len);
 	if (idx == SIZE_MAX) {
 		size_t cap = b->capsites;
-		if (grow((void **)&v->sites, &b->capsites, v->nsites + 1,
+		if (ap_cli_grow((void **)&v->sites, &b->capsites, v->nsites + 1,
 			 sizeof *v->sites) ||
-		    grow((void **)&b->best, &cap, v->nsites + 1, sizeof *b->best))
+		    ap_cli_grow((void **)&b->best, &cap, v->nsites + 1, sizeof *b->best))
 			return AP_ENOMEM;
 		idx = v->nsites;
 		memset(&v->sites[idx], 0, sizeof v->sites[idx]);

@@ -23,6 +23,8 @@ static const struct command commands[] = {
 	{"convert", ap_cmd_convert, "convert between pprof, heap_v2, folded, json"},
 	{"hist", ap_cmd_hist, "log-linear histogram of numbers on stdin"},
 	{"ci", ap_cmd_ci, "confidence interval for sampled bytes"},
+	{"leaks", ap_cmd_leaks, "sites whose live bytes keep growing (FDR)"},
+	{"timeline", ap_cmd_timeline, "live bytes over time by site (SVG)"},
 };
 
 static void usage(FILE *out)

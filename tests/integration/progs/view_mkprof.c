@@ -13,7 +13,10 @@
  * would (Horvitz-Thompson with pi = 1 - (1-1/RATE)^SIZE; u with the
  * sampled byte at its expected offset). In frame names \xHH
  * stands for a byte (so tests can use ';', controls, invalid UTF-8).
- * Lines starting with '#' are ignored. --go writes only Go's four sample
+ * Lines starting with '#' are ignored. "@time NS" sets the profile's
+ * time_nanos and "@comment TEXT" adds a comment (e.g. a process identity,
+ * "allocprof.process=pid=P;start=NS;boot=ID;seq=N"), so tests can build
+ * series of dumps. --go writes only Go's four sample
  * types (alloc/inuse objects and space), as Go's own heap profiles do, so
  * readers must derive sample counts themselves. On stdout it prints the expected
  * totals "alloc_bytes=N inuse_bytes=N" (rounded as written).
@@ -194,7 +197,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "view_mkprof: bad rate '%s'\n", argv[1]);
 		return 1;
 	}
-	struct buf prof = {0}, m = {0}, sub = {0}, packed = {0};
+	struct buf prof = {0}, m = {0}, sub = {0}, packed = {0}, comments = {0};
 	str_index("");
 	for (int t = 0; t < ntypes; t++) {
 		field_varint(&sub, 1, str_index(types[t][0]));
@@ -203,11 +206,20 @@ int main(int argc, char **argv)
 	}
 	uint64_t k_bytes = str_index("bytes");
 	int64_t alloc_total = 0, inuse_total = 0;
+	unsigned long long time_ns = 0;
 	char line[8192];
 	while (fgets(line, sizeof line, stdin)) {
 		line[strcspn(line, "\n")] = 0;
 		if (!line[0] || line[0] == '#')
 			continue;
+		if (!strncmp(line, "@time ", 6)) {
+			time_ns = strtoull(line + 6, NULL, 10);
+			continue;
+		}
+		if (!strncmp(line, "@comment ", 9)) {
+			field_varint(&comments, 13, str_index(line + 9));
+			continue;
+		}
 		unsigned long long size, ka, ki;
 		int off = 0;
 		if (sscanf(line, "%llu %llu %llu %n", &size, &ka, &ki, &off) != 3 ||
@@ -271,6 +283,10 @@ int main(int argc, char **argv)
 	field_varint(&sub, 2, str_index("bytes"));
 	field_msg(&prof, 11, &sub);
 	field_varint(&prof, 12, (uint64_t)rate);
+	if (time_ns)
+		field_varint(&prof, 9, time_ns);
+	if (comments.n)
+		put(&prof, comments.p, comments.n);
 	for (size_t i = 0; i < nstrs; i++)
 		field_bytes(&prof, 6, strs[i], strlen(strs[i]));
 	FILE *f = fopen(argv[2], "wb");
@@ -285,6 +301,7 @@ int main(int argc, char **argv)
 	free(m.p);
 	free(sub.p);
 	free(packed.p);
+	free(comments.p);
 	for (size_t i = 0; i < nstrs; i++)
 		free(strs[i]);
 	free(strs);
