@@ -38,11 +38,7 @@
 
 /* ---- mappings -------------------------------------------------------------- */
 
-typedef struct map_ent {
-	uint64_t start, limit, offset;
-	char path[PATH_MAX];
-	char build_id[2 * 64 + 1];
-} map_ent;
+typedef dump_mapping map_ent;
 
 typedef struct map_list {
 	arena *a;
@@ -222,14 +218,35 @@ static void add_retired(map_list *l)
 	pthread_mutex_unlock(&retired_lock);
 }
 
-static int add_mappings(ap_profile *p, arena *a, map_list *l)
+/* Every mapping into l: loaded objects, then retired ones. */
+static int collect_mappings(arena *a, map_list *l)
 {
 	l->a = a;
 	dl_iterate_phdr(map_cb, l);
 	if (!l->failed)
 		add_retired(l);
-	if (l->failed)
-		return AP_ENOMEM;
+	return l->failed ? AP_ENOMEM : 0;
+}
+
+int dump_list_mappings(arena *a, dump_mapping **v, size_t *n)
+{
+	map_list l;
+	memset(&l, 0, sizeof l);
+	int rc = collect_mappings(a, &l);
+	if (rc != 0) {
+		arena_free(a, l.v);
+		return rc;
+	}
+	*v = l.v;
+	*n = l.n;
+	return 0;
+}
+
+static int add_mappings(ap_profile *p, arena *a, map_list *l)
+{
+	int rc = collect_mappings(a, l);
+	if (rc != 0)
+		return rc;
 	for (size_t i = 0; i < l->n; i++) {
 		ap_mapping m;
 		memset(&m, 0, sizeof m);
@@ -241,7 +258,7 @@ static int add_mappings(ap_profile *p, arena *a, map_list *l)
 		if (m.filename < 0 || m.build_id < 0)
 			return AP_ENOMEM;
 		uint64_t id;
-		int rc = ap_profile_add_mapping(p, &m, &id);
+		rc = ap_profile_add_mapping(p, &m, &id);
 		if (rc != 0)
 			return rc;
 	}

@@ -19,6 +19,7 @@
 #ifndef AP_PRELOAD_DUMP_H
 #define AP_PRELOAD_DUMP_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "allocprof/profile.h"
@@ -47,6 +48,20 @@ void dump_retire_object(arena *a, void *handle);
 void dump_retired_lock(void);
 void dump_retired_unlock(void);
 void dump_retired_reset_lock(void);
+
+/* One executable segment of an object, as a profile's Mapping lists it. */
+typedef struct dump_mapping {
+	uint64_t start, limit, offset;
+	char path[PATH_MAX];
+	char build_id[2 * 64 + 1];
+} dump_mapping;
+
+/*
+ * The mappings a profile made now would list (loaded objects, main program
+ * first, then those of dlclose'd objects), in a's memory: *v (arena_free)
+ * and *n. 0 or AP_ENOMEM. Thread-safe; not from a signal handler.
+ */
+int dump_list_mappings(arena *a, dump_mapping **v, size_t *n);
 
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */
 int dump_build_profile(const dump_input *in, ap_profile **out);
