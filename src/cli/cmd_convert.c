@@ -9,7 +9,9 @@
  *   folded   one line per stack, root-first frames joined by ';', a space and
  *            the estimated bytes as an integer (FlameGraph, speedscope).
  *   json     the whole profile as one JSON object: sample types, period,
- *            every sample with its symbolized stack, values and labels.
+ *            every sample with its symbolized stack, values
+ *            and labels, comments, and the histograms (extensions or the
+ *            comments of earlier versions, summarized as report --sizes).
  * Output is written atomically (a temporary file, then rename); "-o -"
  * writes to stdout. Reading is profload.h's: pprof or heap_v2 text, each
  * plain or gzip'd.
@@ -31,6 +33,7 @@
 #include "heapview.h"
 #include "json.h"
 #include "profload.h"
+#include "report.h"
 
 static void convert_usage(FILE *f)
 {
@@ -187,6 +190,10 @@ static void to_json(const ap_profile *p, FILE *f)
 	for (size_t i = 0; i < p->ncomments; i++)
 		json_string(&w, ap_profile_string(p, p->comments[i]));
 	json_end_array(&w);
+	json_key(&w, "histograms");
+	json_begin_object(&w);
+	report_json_hists(&w, p);
+	json_end_object(&w);
 	json_end_object(&w);
 	fputc('\n', f);
 }

@@ -395,13 +395,14 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 	return rc;
 }
 
-/* h as the comment "allocprof.hist.NAME=..." (ap_profile_hist_comment_add). */
-static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_hist *h)
+/* h as the extension "hist.NAME" (ap_profile_hist_add), out of pprof's
+ * header. */
+static int add_hist(ap_profile *p, arena *a, const char *name, const ap_hist *h)
 {
 	ap_hist_snap *snap = NULL;
 	int rc = ap_hist_snapshot(h, arena_allocator(a), &snap);
 	if (rc == 0)
-		rc = ap_profile_hist_comment_add(p, name, snap);
+		rc = ap_profile_hist_add(p, name, snap);
 	ap_hist_snap_destroy(snap);
 	return rc;
 }
@@ -481,9 +482,9 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	if (rc == 0)
 		rc = add_process(p, in);
 	if (rc == 0)
-		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
+		rc = add_hist(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)
-		rc = add_hist_comment(p, in->a, "lifetime_ns", in->table->hist_lifetime);
+		rc = add_hist(p, in->a, "lifetime_ns", in->table->hist_lifetime);
 	if (rc == 0 && in->warning)
 		rc = add_warning_comment(p, in->a, in->warning);
 	arena_free(in->a, maps.v);

@@ -8,7 +8,7 @@
  * real paths, GNU build IDs), one Location per distinct return address
  * (address = return address - 1: every frame we record is a call site),
  * no Function/Line (the CLI symbolizes), and the size and lifetime
- * histograms as "allocprof.hist.*" comments.
+ * histograms as "hist.*" extensions (allocprof/profile.h).
  *
  * dump_write_file encodes it (gzip'd pprof, or jeprof's heap_v2 text with
  * /proc/self/maps) and writes it to a temporary name in the target's
