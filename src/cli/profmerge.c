@@ -389,7 +389,6 @@ static int copy_header(struct merger *m, const ap_profile *first)
 	o->period_type.type = str_in(m, first, first->period_type.type);
 	o->period_type.unit = str_in(m, first, first->period_type.unit);
 	o->default_sample_type = str_in(m, first, first->default_sample_type);
-	o->drop_frames = str_in(m, first, first->drop_frames);
 	o->keep_frames = str_in(m, first, first->keep_frames);
 	o->doc_url = str_in(m, first, first->doc_url);
 	o->time_nanos = first->time_nanos;
@@ -397,8 +396,12 @@ static int copy_header(struct merger *m, const ap_profile *first)
 	m->k_rate = ap_profile_intern(o, "rate");
 	m->u_bytes = ap_profile_intern(o, "bytes");
 	m->nvals = first->nsample_types;
+	/* Every profile allocprof writes: pprof puts the bytes on the caller
+	 * of malloc/operator new, whatever the inputs carried. */
+	if (ap_profile_drop_alloc_frames(o) != 0)
+		return AP_ENOMEM;
 	if (o->period_type.type < 0 || o->period_type.unit < 0 ||
-	    o->default_sample_type < 0 || o->drop_frames < 0 ||
+	    o->default_sample_type < 0 ||
 	    o->keep_frames < 0 || o->doc_url < 0 || m->k_rate < 0 || m->u_bytes < 0)
 		return AP_ENOMEM;
 	return 0;
