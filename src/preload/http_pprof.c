@@ -223,6 +223,13 @@ int http_pprof_delta(ap_profile *now, const ap_profile *base)
 		/* Samples that cancelled stay with all values 0 (the builder
 		 * has no removal); pprof and jeprof show nothing for them. */
 		now->ncomments = 0;
+		/* The histograms count since the start, not the window: left
+		 * out, as the comments that once carried them were. */
+		size_t keep = 0, hp = strlen(AP_PROFILE_HIST_EXT_PREFIX);
+		for (size_t k = 0; k < now->nexts; k++)
+			if (strncmp(now->exts[k].name, AP_PROFILE_HIST_EXT_PREFIX, hp))
+				now->exts[keep++] = now->exts[k];
+		now->nexts = keep;
 		int64_t start = base->time_nanos;
 		now->duration_nanos = now->time_nanos - start;
 		now->time_nanos = start;
