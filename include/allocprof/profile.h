@@ -301,6 +301,33 @@ AP_API const ap_profile_ext *ap_profile_ext_next(const ap_profile *p,
 						 const char *name, bool prefix,
 						 size_t *cursor);
 /*
+ * Size and lifetime histograms travel as extensions named
+ * AP_PROFILE_HIST_EXT_PREFIX + NAME ("hist.alloc_size", "hist.lifetime_ns"),
+ * data = the histogram's binary encoding (ap_hist_encode). Profiles of
+ * earlier versions carried them as comments (AP_COMMENT_HIST_PREFIX, above).
+ */
+#define AP_PROFILE_HIST_EXT_PREFIX "hist."
+/*
+ * Append snap as the extension "hist.NAME"; temporaries from p's
+ * allocator. name: printable ASCII without spaces, 1 to
+ * AP_PROFILE_EXT_NAME_MAX - 5 bytes. 0, AP_EINVAL or AP_ENOMEM.
+ */
+AP_API int ap_profile_hist_add(ap_profile *p, const char *name,
+			       const ap_hist_snap *snap);
+/*
+ * The next histogram of p from *cursor (start with 0): the "hist.*"
+ * extensions in order, then the histogram comments of earlier versions,
+ * so every reader sees both. 0 with *name and *snap as
+ * ap_profile_hist_comment_decode gives them (alloc NULL = libc: free()
+ * and ap_hist_snap_destroy); AP_ENOTFOUND when there is none left;
+ * AP_ECORRUPT for a malformed one (*cursor is past it: the caller may go
+ * on); AP_ENOMEM or AP_EINVAL. Several may share a name (a merge of
+ * inputs that carried both forms; merge itself sums them into one).
+ */
+AP_API int ap_profile_hist_next(const ap_profile *p, size_t *cursor,
+				const ap_allocator *alloc, char **name,
+				ap_hist_snap **snap);
+/*
  * Append snap as the comment "allocprof.hist.NAME=" + base64 of its binary
  * encoding (ap_hist_encode); temporaries come from p's allocator. name must
  * be non-empty and hold no '='. 0, AP_EINVAL or AP_ENOMEM.
@@ -308,6 +335,7 @@ AP_API const ap_profile_ext *ap_profile_ext_next(const ap_profile *p,
 AP_API int ap_profile_hist_comment_add(ap_profile *p, const char *name,
 				       const ap_hist_snap *snap);
 /*
+ * (The form of earlier versions; ap_profile_hist_add writes the current.)
  * Read a comment written by ap_profile_hist_comment_add. 0 with *name
  * (NUL-terminated, from alloc, size strlen + 1; NULL alloc = libc, so free()
  * releases it) and *snap (release with ap_hist_snap_destroy);

@@ -2,14 +2,17 @@
  * cmd_convert.c: `allocprof convert --to pprof|heap_v2|folded|json IN -o OUT`.
  *
  *   pprof    gzip'd pprof; --symbolize fills Function/Line with libdw so
- *            `go tool pprof` needs no binaries (has_* flags set).
+ *            `go tool pprof` needs no binaries (has_* flags set); always
+ *            with allocprof's drop_frames (ap_profile_drop_alloc_frames).
  *   heap_v2  jemalloc's text format for jeprof, values written through the
  *            jeprof transform so jeprof prints the unbiased numbers
  *            (include/allocprof/heapv2.h; STATISTICS.md section 3).
  *   folded   one line per stack, root-first frames joined by ';', a space and
  *            the estimated bytes as an integer (FlameGraph, speedscope).
  *   json     the whole profile as one JSON object: sample types, period,
- *            every sample with its symbolized stack, values and labels.
+ *            drop_frames, every sample with its symbolized stack, values
+ *            and labels, comments, and the histograms (extensions or the
+ *            comments of earlier versions, summarized as report --sizes).
  * Output is written atomically (a temporary file, then rename); "-o -"
  * writes to stdout. Reading is profload.h's: pprof or heap_v2 text, each
  * plain or gzip'd.
@@ -31,6 +34,7 @@
 #include "heapview.h"
 #include "json.h"
 #include "profload.h"
+#include "report.h"
 
 static void convert_usage(FILE *f)
 {
@@ -177,6 +181,8 @@ static void to_json(const ap_profile *p, FILE *f)
 	json_int(&w, p->time_nanos);
 	json_key(&w, "duration_nanos");
 	json_int(&w, p->duration_nanos);
+	json_key(&w, "drop_frames");
+	json_string(&w, ap_profile_string(p, p->drop_frames));
 	json_key(&w, "samples");
 	json_begin_array(&w);
 	for (size_t i = 0; i < p->nsamples; i++)
@@ -187,6 +193,10 @@ static void to_json(const ap_profile *p, FILE *f)
 	for (size_t i = 0; i < p->ncomments; i++)
 		json_string(&w, ap_profile_string(p, p->comments[i]));
 	json_end_array(&w);
+	json_key(&w, "histograms");
+	json_begin_object(&w);
+	report_json_hists(&w, p);
+	json_end_object(&w);
 	json_end_object(&w);
 	fputc('\n', f);
 }
@@ -293,7 +303,13 @@ int ap_cmd_convert(int argc, char **argv)
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = render(p, fmt, kind, &buf, &len, err, sizeof err);
+	/* pprof: the bytes on the caller of malloc (a heap_v2 input has no
+	 * drop_frames of its own). */
+	int rc = fmt == F_PPROF ? ap_profile_drop_alloc_frames(p) : 0;
+	if (rc)
+		snprintf(err, sizeof err, "%s", ap_strerror(rc));
+	else
+		rc = render(p, fmt, kind, &buf, &len, err, sizeof err);
 	ap_profile_destroy(p);
 	if (rc) {
 		ap_cli_error("%s: %s", in[0], err);

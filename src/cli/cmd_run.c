@@ -11,10 +11,12 @@
  * which the child already receives as part of the foreground process
  * group; signals ignored at start, as under nohup, stay ignored). The exit
  * status is the child's (128+N for a death by signal N; 127 when the
- * command is not found, 126 when it cannot be executed). At the end a short
- * summary of the profiles the run wrote is printed on stderr: the profile
- * names, then the report of them (top 10 allocating sites, top 5 holding
- * memory at exit; report.h's engine, writing to stderr).
+ * command is not found, 126 when it cannot be executed). At the end the
+ * pprof profiles the run wrote are symbolized in place
+ * (runner_symbolize_files; --no-symbolize keeps the addresses), then a
+ * short summary of them is printed on stderr: the profile names, then the
+ * report of them (top 10 allocating sites, top 5 holding memory at exit;
+ * report.h's engine, writing to stderr).
  *
  * Which files the run wrote is found by turning the output pattern into a
  * glob (%p, %t, %n become *) and keeping the matches that are new or were
@@ -57,6 +59,10 @@ static void usage(FILE *out)
 		"                        (jemalloc text, read by jeprof)\n"
 		"  -e, --option KEY=VAL  any other runtime option (repeatable), e.g.\n"
 		"                        -e seed=42 -e interval=10s -e fork=stop\n"
+		"      --no-symbolize    leave the profiles' addresses as they are\n"
+		"                        (default: when the program exits, each pprof\n"
+		"                        profile it wrote is rewritten with function\n"
+		"                        names, files and lines, like convert --symbolize)\n"
 		"  -q, --quiet           no summary at the end\n"
 		"  -h, --help            this help\n"
 		"\n"
@@ -147,7 +153,7 @@ struct run_opts {
 	const char *rate, *output, *format;
 	const char **extra;
 	size_t nextra;
-	bool quiet;
+	bool quiet, no_symbolize;
 };
 
 /*
@@ -184,6 +190,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 		{"format", required_argument, NULL, 'F'},
 		{"option", required_argument, NULL, 'e'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"no-symbolize", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c, rc;
@@ -218,6 +225,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 		}
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'S':
+			o->no_symbolize = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -349,20 +359,23 @@ int ap_cmd_run(int argc, char **argv)
 	bool started;
 	int signo;
 	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
-	if (started && !o.quiet) {
-		if (runner_files_scan(globpat, &after) == 0) {
-			runner_files_subtract(&after, &before);
-			if (after.n)
-				print_summary(after.paths, after.n, pprof);
-			else if (signo)
-				ap_cli_error("no profile was written: the program "
-					     "died of signal %d (%s) before its "
-					     "exit dump", signo, strsignal(signo));
-			else
-				ap_cli_error("no profile was written (pattern %s)",
-					     pattern);
-			runner_files_free(&after);
-		}
+	if (started && (!o.quiet || (pprof && !o.no_symbolize)) &&
+	    runner_files_scan(globpat, &after) == 0) {
+		runner_files_subtract(&after, &before);
+		/* Names in the files themselves: pprof and every other reader
+		 * then need neither the binaries nor debug information. */
+		if (pprof && !o.no_symbolize)
+			runner_symbolize_files(after.paths, after.n, !o.quiet);
+		if (!o.quiet && after.n)
+			print_summary(after.paths, after.n, pprof);
+		else if (!o.quiet && signo)
+			ap_cli_error("no profile was written: the program "
+				     "died of signal %d (%s) before its "
+				     "exit dump", signo, strsignal(signo));
+		else if (!o.quiet)
+			ap_cli_error("no profile was written (pattern %s)",
+				     pattern);
+		runner_files_free(&after);
 	}
 	runner_files_free(&before);
 	free(opts.s);

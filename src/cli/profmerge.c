@@ -226,63 +226,55 @@ static int merge_location(struct merger *m, const ap_profile *in,
 
 /* ---- histogram comments ---------------------------------------------- */
 
-/* Merge a histogram comment into m->hists; AP_ENOTFOUND if it is none. */
-static int merge_hist_comment(struct merger *m, const char *c)
+/* Sum every histogram of in (extensions and comments) into m->hists, one
+ * per name; a malformed one is dropped. */
+static int merge_hists(struct merger *m, const ap_profile *in)
 {
+	size_t cur = 0;
 	char *name;
 	ap_hist_snap *snap;
-	int rc = ap_profile_hist_comment_decode(c, NULL, &name, &snap);
-	if (rc)
-		return rc == AP_ECORRUPT ? AP_ENOTFOUND : rc; /* keep as text */
-	size_t i = 0;
-	while (i < m->nhists && strcmp(m->hists[i].name, name))
-		i++;
-	if (i == m->nhists) {
-		struct mhist *nh = realloc(m->hists, (i + 1) * sizeof *nh);
-		rc = nh ? 0 : AP_ENOMEM;
-		if (nh)
-			m->hists = nh;
-		if (!rc)
-			rc = ap_hist_create(&m->hists[i].h,
-					    ap_hist_snap_sigbits(snap), NULL);
-		if (!rc) {
-			m->hists[i].name = name;
-			name = NULL;
-			m->nhists++;
+	int rc;
+	while ((rc = ap_profile_hist_next(in, &cur, NULL, &name, &snap)) != AP_ENOTFOUND) {
+		if (rc == AP_ECORRUPT)
+			continue;
+		if (rc)
+			return rc;
+		size_t i = 0;
+		while (i < m->nhists && strcmp(m->hists[i].name, name))
+			i++;
+		if (i == m->nhists) {
+			struct mhist *nh = realloc(m->hists, (i + 1) * sizeof *nh);
+			rc = nh ? 0 : AP_ENOMEM;
+			if (nh)
+				m->hists = nh;
+			if (!rc)
+				rc = ap_hist_create(&m->hists[i].h,
+						    ap_hist_snap_sigbits(snap), NULL);
+			if (!rc) {
+				m->hists[i].name = name;
+				name = NULL;
+				m->nhists++;
+			}
 		}
+		if (!rc)
+			rc = ap_hist_merge(m->hists[i].h, snap);
+		free(name);
+		ap_hist_snap_destroy(snap);
+		if (rc)
+			return rc;
 	}
-	if (!rc)
-		rc = ap_hist_merge(m->hists[i].h, snap);
-	free(name);
-	ap_hist_snap_destroy(snap);
-	return rc;
+	return 0;
 }
 
-/* Write the merged histograms back as comments. */
+/* Write the merged histograms as extensions (ap_profile_hist_add). */
 static int emit_hists(struct merger *m)
 {
 	int rc = 0;
 	for (size_t i = 0; !rc && i < m->nhists; i++) {
 		ap_hist_snap *snap = NULL;
-		unsigned char *bin = NULL;
-		char *b64 = NULL, *c = NULL;
-		size_t blen = 0, b64len = 0;
 		rc = ap_hist_snapshot(m->hists[i].h, NULL, &snap);
 		if (!rc)
-			rc = ap_hist_encode(snap, NULL, &bin, &blen);
-		if (!rc)
-			rc = ap_base64_encode(bin, blen, NULL, &b64, &b64len);
-		if (!rc && asprintf(&c, "%s%s=%s", AP_COMMENT_HIST_PREFIX,
-				    m->hists[i].name, b64) < 0) {
-			c = NULL;
-			rc = AP_ENOMEM;
-		}
-		if (!rc)
-			rc = ap_profile_add_comment(m->out, c);
-		free(c);
-		free(b64);
-		if (bin)
-			ap_hist_buffer_free(NULL, bin, blen);
+			rc = ap_profile_hist_add(m->out, m->hists[i].name, snap);
 		ap_hist_snap_destroy(snap);
 	}
 	return rc;
@@ -397,7 +389,6 @@ static int copy_header(struct merger *m, const ap_profile *first)
 	o->period_type.type = str_in(m, first, first->period_type.type);
 	o->period_type.unit = str_in(m, first, first->period_type.unit);
 	o->default_sample_type = str_in(m, first, first->default_sample_type);
-	o->drop_frames = str_in(m, first, first->drop_frames);
 	o->keep_frames = str_in(m, first, first->keep_frames);
 	o->doc_url = str_in(m, first, first->doc_url);
 	o->time_nanos = first->time_nanos;
@@ -405,8 +396,12 @@ static int copy_header(struct merger *m, const ap_profile *first)
 	m->k_rate = ap_profile_intern(o, "rate");
 	m->u_bytes = ap_profile_intern(o, "bytes");
 	m->nvals = first->nsample_types;
+	/* Every profile allocprof writes: pprof puts the bytes on the caller
+	 * of malloc/operator new, whatever the inputs carried. */
+	if (ap_profile_drop_alloc_frames(o) != 0)
+		return AP_ENOMEM;
 	if (o->period_type.type < 0 || o->period_type.unit < 0 ||
-	    o->default_sample_type < 0 || o->drop_frames < 0 ||
+	    o->default_sample_type < 0 ||
 	    o->keep_frames < 0 || o->doc_url < 0 || m->k_rate < 0 || m->u_bytes < 0)
 		return AP_ENOMEM;
 	return 0;
@@ -444,12 +439,14 @@ static int merge_one(struct merger *m, const ap_profile *in, size_t which)
 		rc = merge_location(m, in, &in->locations[i], &locmap[i]);
 	for (size_t i = 0; !rc && i < in->nsamples; i++)
 		rc = merge_sample(m, in, &in->samples[i], locmap, typemap);
+	if (!rc)
+		rc = merge_hists(m, in);
+	size_t hplen = strlen(AP_COMMENT_HIST_PREFIX);
 	for (size_t i = 0; !rc && i < in->ncomments; i++) {
 		const char *c = ap_profile_string(in, in->comments[i]);
-		rc = merge_hist_comment(m, c);
-		if (rc != AP_ENOTFOUND)
+		/* histograms: summed above, written once as extensions */
+		if (!strncmp(c, AP_COMMENT_HIST_PREFIX, hplen))
 			continue;
-		rc = 0;
 		if (hv_keymap_get(m->comments, c, strlen(c)) != SIZE_MAX)
 			continue;
 		/* a merge of several dumps is no one process's dump */
@@ -461,10 +458,13 @@ static int merge_one(struct merger *m, const ap_profile *in, size_t which)
 			rc = ap_profile_add_comment(m->out, c);
 	}
 	/* Extensions are carried as they are, one per input: their readers
-	 * know a merged profile may hold one of each per process. */
+	 * know a merged profile may hold one of each per process. Histograms
+	 * excepted: summed into one per name (merge_hists). */
+	size_t xplen = strlen(AP_PROFILE_HIST_EXT_PREFIX);
 	for (size_t i = 0; !rc && i < in->nexts; i++)
-		rc = ap_profile_ext_add(m->out, in->exts[i].name, in->exts[i].data,
-					in->exts[i].len);
+		if (strncmp(in->exts[i].name, AP_PROFILE_HIST_EXT_PREFIX, xplen))
+			rc = ap_profile_ext_add(m->out, in->exts[i].name,
+						in->exts[i].data, in->exts[i].len);
 	if (!rc && in->time_nanos > 0) {
 		/* the merged window spans every input's window */
 		int64_t s0 = m->out->time_nanos, e0 = s0 + m->out->duration_nanos;

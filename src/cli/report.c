@@ -241,20 +241,22 @@ static void json_hist(json_writer *w, const char *name, const ap_hist_snap *h)
 	json_end_object(w);
 }
 
-/* Show every histogram comment; returns the number shown. */
+/* Show every histogram (extensions, and comments of earlier versions);
+ * returns the number shown. */
 static size_t show_sizes(FILE *out, const ap_profile *p, json_writer *w)
 {
-	size_t shown = 0;
-	for (size_t i = 0; i < p->ncomments; i++) {
-		char *name;
-		ap_hist_snap *h;
-		int rc = ap_profile_hist_comment_decode(
-			ap_profile_string(p, p->comments[i]), NULL, &name, &h);
+	size_t shown = 0, cur = 0;
+	char *name;
+	ap_hist_snap *h;
+	int rc;
+	while ((rc = ap_profile_hist_next(p, &cur, NULL, &name, &h)) != AP_ENOTFOUND) {
 		if (rc == AP_ECORRUPT)
-			fprintf(stderr, "allocprof: warning: a histogram comment is "
+			fprintf(stderr, "allocprof: warning: a histogram is "
 					"malformed; skipped\n");
-		if (rc)
+		if (rc == AP_ECORRUPT)
 			continue;
+		if (rc)
+			break;
 		if (w)
 			json_hist(w, name, h);
 		else
@@ -266,6 +268,11 @@ static size_t show_sizes(FILE *out, const ap_profile *p, json_writer *w)
 	if (!shown && !w)
 		fprintf(out, "\n(no size or lifetime distributions in this profile)\n");
 	return shown;
+}
+
+size_t report_json_hists(json_writer *w, const ap_profile *p)
+{
+	return show_sizes(NULL, p, w);
 }
 
 static void print_json(FILE *out, const hv_view *v, const report_options *r,

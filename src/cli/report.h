@@ -39,4 +39,9 @@ int report_write(const char *const *paths, size_t n, const report_options *r,
  * JSON objects. */
 void report_json_view(json_writer *w, const hv_options *o);
 
+/* Each histogram of p (ap_profile_hist_next: extensions and old
+ * comments) as a key of the JSON object being written: count, min, max
+ * and quantiles, as report --sizes --json. The number written. */
+size_t report_json_hists(json_writer *w, const ap_profile *p);
+
 #endif

@@ -18,7 +18,51 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "allocprof/fileio.h"
 #include "cli_util.h"
+#include "profload.h"
+#include "symbolize.h"
+
+/* ---- symbolizing what the run wrote ------------------------------------ */
+
+static int symbolize_one(const char *path, bool warn, char *err, size_t errlen)
+{
+	ap_profile *p = NULL, *sp = NULL;
+	const char *one[1] = { path };
+	struct stat st;
+	int rc = stat(path, &st) == 0 ? hv_load_profiles(one, 1, &p, err, errlen) : AP_EIO;
+	if (rc == AP_EIO && !err[0])
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	sym_options so;
+	sym_options_default(&so);
+	so.progress = so.warn = warn;
+	so.require_main = false; /* names for what can be found */
+	if (!rc)
+		rc = sym_symbolize_profile(p, &so, &sp, NULL, err, errlen);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	if (!rc && (rc = ap_pprof_encode(sp, true, NULL, &buf, &len)) != 0)
+		snprintf(err, errlen, "%s: cannot encode: %s", path, ap_strerror(rc));
+	if (!rc && (rc = ap_file_write_atomic(path, buf, len, st.st_mode & 07777)) != 0)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	free(buf);
+	ap_profile_destroy(sp);
+	ap_profile_destroy(p);
+	return rc;
+}
+
+size_t runner_symbolize_files(char *const *paths, size_t n, bool warn)
+{
+	size_t left = 0;
+	for (size_t i = 0; i < n; i++) {
+		char err[1024] = "";
+		if (symbolize_one(paths[i], warn, err, sizeof err) != 0) {
+			ap_cli_error("not symbolized: %s", err[0] ? err : paths[i]);
+			left++;
+		}
+	}
+	return left;
+}
 
 /* ---- locating the runtime ---------------------------------------------- */
 

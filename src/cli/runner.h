@@ -41,6 +41,16 @@ void runner_files_subtract(runner_files *after, const runner_files *before);
 void runner_files_free(runner_files *s);
 
 /*
+ * Symbolize each of the n pprof profiles in place (symbolize.h: function
+ * names, files and lines from the binaries on this machine, so pprof and
+ * every reader show names without them): same name and mode, replaced
+ * atomically. A profile that cannot be read, symbolized or written stays
+ * as it was, with one line on stderr; warn adds symbolize.h's warnings
+ * (missing files, build-ID mismatches). Returns how many stayed.
+ */
+size_t runner_symbolize_files(char *const *paths, size_t n, bool warn);
+
+/*
  * Start argv[0] with the runtime lib preloaded and ALLOCPROF_OPTIONS set to
  * options, and wait for it. Returns the exit status to pass on (the
  * program's; 128+N after signal N; 127 not found, 126 not executable, each

@@ -121,7 +121,80 @@ void ap_heap_sums_encode(const ap_heap_sums *alloc, const ap_heap_sums *inuse,
 	v[19] = live ? rnd(ap_var2_encode(u->objects_var2, rate), k, 19) : 0;
 }
 
-/* ---- histogram comments ---------------------------------------------- */
+/* ---- histograms: extensions, and comments of earlier versions ------- */
+
+/* *name = a copy of (s, n); on failure *snap is released too. */
+static int take_name(const char *s, size_t n, const ap_allocator *al, char **name,
+		     ap_hist_snap **snap)
+{
+	char *c = al->alloc(al->ctx, n + 1);
+	if (!c) {
+		ap_hist_snap_destroy(*snap);
+		*snap = NULL;
+		return AP_ENOMEM;
+	}
+	memcpy(c, s, n);
+	c[n] = '\0';
+	*name = c;
+	return 0;
+}
+
+int ap_profile_hist_add(ap_profile *p, const char *name, const ap_hist_snap *snap)
+{
+	if (!p || !name || !name[0] || !snap)
+		return AP_EINVAL;
+	size_t plen = strlen(AP_PROFILE_HIST_EXT_PREFIX), nlen = strlen(name);
+	char ext[AP_PROFILE_EXT_NAME_MAX + 1];
+	if (nlen > AP_PROFILE_EXT_NAME_MAX - plen)
+		return AP_EINVAL;
+	memcpy(ext, AP_PROFILE_HIST_EXT_PREFIX, plen);
+	memcpy(ext + plen, name, nlen + 1);
+	const ap_allocator *al = ap_profile_allocator(p);
+	unsigned char *bin = NULL;
+	size_t blen = 0;
+	int rc = ap_hist_encode(snap, al, &bin, &blen);
+	if (rc == 0)
+		rc = ap_profile_ext_add(p, ext, bin, blen);
+	if (bin)
+		ap_hist_buffer_free(al, bin, blen);
+	return rc;
+}
+
+int ap_profile_hist_next(const ap_profile *p, size_t *cursor, const ap_allocator *alloc,
+			 char **name, ap_hist_snap **snap)
+{
+	if (!p || !cursor || !name || !snap)
+		return AP_EINVAL;
+	*name = NULL;
+	*snap = NULL;
+	const ap_allocator *al = alloc ? alloc : ap_allocator_libc();
+	size_t plen = strlen(AP_PROFILE_HIST_EXT_PREFIX);
+	if (*cursor < p->nexts) {
+		const ap_profile_ext *e =
+			ap_profile_ext_next(p, AP_PROFILE_HIST_EXT_PREFIX, true, cursor);
+		if (e) {
+			if (!e->name[plen])
+				return AP_ECORRUPT;
+			int rc = ap_hist_decode(e->data, e->len, al, snap);
+			if (rc) {
+				*snap = NULL;
+				return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
+			}
+			return take_name(e->name + plen, strlen(e->name + plen), al, name,
+					 snap);
+		}
+	}
+	while (*cursor < p->nexts + p->ncomments) {
+		const char *c = ap_profile_string(p, p->comments[*cursor - p->nexts]);
+		++*cursor;
+		int rc = ap_profile_hist_comment_decode(c, alloc, name, snap);
+		if (rc != AP_ENOTFOUND)
+			return rc;
+	}
+	return AP_ENOTFOUND;
+}
+
+/* The comment form, kept for profiles of earlier versions. */
 
 int ap_profile_hist_comment_add(ap_profile *p, const char *name,
 				const ap_hist_snap *snap)
@@ -185,15 +258,5 @@ int ap_profile_hist_comment_decode(const char *comment,
 		*snap = NULL;
 		return rc == AP_ENOMEM ? rc : AP_ECORRUPT;
 	}
-	size_t nlen = (size_t)(eq - comment) - plen;
-	char *n = al->alloc(al->ctx, nlen + 1);
-	if (!n) {
-		ap_hist_snap_destroy(*snap);
-		*snap = NULL;
-		return AP_ENOMEM;
-	}
-	memcpy(n, comment + plen, nlen);
-	n[nlen] = '\0';
-	*name = n;
-	return 0;
+	return take_name(comment + plen, (size_t)(eq - comment) - plen, al, name, snap);
 }

@@ -38,11 +38,7 @@
 
 /* ---- mappings -------------------------------------------------------------- */
 
-typedef struct map_ent {
-	uint64_t start, limit, offset;
-	char path[PATH_MAX];
-	char build_id[2 * 64 + 1];
-} map_ent;
+typedef dump_mapping map_ent;
 
 typedef struct map_list {
 	arena *a;
@@ -222,14 +218,35 @@ static void add_retired(map_list *l)
 	pthread_mutex_unlock(&retired_lock);
 }
 
-static int add_mappings(ap_profile *p, arena *a, map_list *l)
+/* Every mapping into l: loaded objects, then retired ones. */
+static int collect_mappings(arena *a, map_list *l)
 {
 	l->a = a;
 	dl_iterate_phdr(map_cb, l);
 	if (!l->failed)
 		add_retired(l);
-	if (l->failed)
-		return AP_ENOMEM;
+	return l->failed ? AP_ENOMEM : 0;
+}
+
+int dump_list_mappings(arena *a, dump_mapping **v, size_t *n)
+{
+	map_list l;
+	memset(&l, 0, sizeof l);
+	int rc = collect_mappings(a, &l);
+	if (rc != 0) {
+		arena_free(a, l.v);
+		return rc;
+	}
+	*v = l.v;
+	*n = l.n;
+	return 0;
+}
+
+static int add_mappings(ap_profile *p, arena *a, map_list *l)
+{
+	int rc = collect_mappings(a, l);
+	if (rc != 0)
+		return rc;
 	for (size_t i = 0; i < l->n; i++) {
 		ap_mapping m;
 		memset(&m, 0, sizeof m);
@@ -241,7 +258,7 @@ static int add_mappings(ap_profile *p, arena *a, map_list *l)
 		if (m.filename < 0 || m.build_id < 0)
 			return AP_ENOMEM;
 		uint64_t id;
-		int rc = ap_profile_add_mapping(p, &m, &id);
+		rc = ap_profile_add_mapping(p, &m, &id);
 		if (rc != 0)
 			return rc;
 	}
@@ -378,13 +395,14 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 	return rc;
 }
 
-/* h as the comment "allocprof.hist.NAME=..." (ap_profile_hist_comment_add). */
-static int add_hist_comment(ap_profile *p, arena *a, const char *name, const ap_hist *h)
+/* h as the extension "hist.NAME" (ap_profile_hist_add), out of pprof's
+ * header. */
+static int add_hist(ap_profile *p, arena *a, const char *name, const ap_hist *h)
 {
 	ap_hist_snap *snap = NULL;
 	int rc = ap_hist_snapshot(h, arena_allocator(a), &snap);
 	if (rc == 0)
-		rc = ap_profile_hist_comment_add(p, name, snap);
+		rc = ap_profile_hist_add(p, name, snap);
 	ap_hist_snap_destroy(snap);
 	return rc;
 }
@@ -464,9 +482,9 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	if (rc == 0)
 		rc = add_process(p, in);
 	if (rc == 0)
-		rc = add_hist_comment(p, in->a, "alloc_size", in->table->hist_size);
+		rc = add_hist(p, in->a, "alloc_size", in->table->hist_size);
 	if (rc == 0)
-		rc = add_hist_comment(p, in->a, "lifetime_ns", in->table->hist_lifetime);
+		rc = add_hist(p, in->a, "lifetime_ns", in->table->hist_lifetime);
 	if (rc == 0 && in->warning)
 		rc = add_warning_comment(p, in->a, in->warning);
 	arena_free(in->a, maps.v);

@@ -8,7 +8,7 @@
  * real paths, GNU build IDs), one Location per distinct return address
  * (address = return address - 1: every frame we record is a call site),
  * no Function/Line (the CLI symbolizes), and the size and lifetime
- * histograms as "allocprof.hist.*" comments.
+ * histograms as "hist.*" extensions (allocprof/profile.h).
  *
  * dump_write_file encodes it (gzip'd pprof, or jeprof's heap_v2 text with
  * /proc/self/maps) and writes it to a temporary name in the target's
@@ -19,6 +19,7 @@
 #ifndef AP_PRELOAD_DUMP_H
 #define AP_PRELOAD_DUMP_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "allocprof/profile.h"
@@ -47,6 +48,20 @@ void dump_retire_object(arena *a, void *handle);
 void dump_retired_lock(void);
 void dump_retired_unlock(void);
 void dump_retired_reset_lock(void);
+
+/* One executable segment of an object, as a profile's Mapping lists it. */
+typedef struct dump_mapping {
+	uint64_t start, limit, offset;
+	char path[PATH_MAX];
+	char build_id[2 * 64 + 1];
+} dump_mapping;
+
+/*
+ * The mappings a profile made now would list (loaded objects, main program
+ * first, then those of dlclose'd objects), in a's memory: *v (arena_free)
+ * and *n. 0 or AP_ENOMEM. Thread-safe; not from a signal handler.
+ */
+int dump_list_mappings(arena *a, dump_mapping **v, size_t *n);
 
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */
 int dump_build_profile(const dump_input *in, ap_profile **out);

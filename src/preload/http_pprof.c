@@ -6,7 +6,6 @@
  */
 #include "http_pprof.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,38 +31,6 @@ const char http_pprof_index_html[] =
 	"for <code>go tool pprof</code></td></tr>\n"
 	"<tr><td><a href=\"/metrics\">/metrics</a></td><td>Prometheus metrics</td></tr>\n"
 	"</table>\n</body></html>\n";
-
-/* ---- symbols --------------------------------------------------------------- */
-
-/*
- * Go's symbol service (net/http/pprof): POST a '+'-separated list of
- * addresses, get "0xADDR name" lines back. `go tool pprof` asks it for the
- * addresses its local symbolization could not resolve (libraries without
- * debug information); names come from dladdr (dynamic symbols), addresses
- * without one are left out, as Go's own service does.
- */
-void http_pprof_symbolize(const char *body, size_t n, http_buf *out)
-{
-	size_t i = 0;
-	while (i < n) {
-		size_t e = i;
-		while (e < n && body[e] != '+')
-			e++;
-		char tok[24];
-		size_t k = e - i;
-		if (k > 2 && k < sizeof tok && body[i] == '0' && (body[i + 1] | 0x20) == 'x') {
-			memcpy(tok, body + i, k);
-			tok[k] = '\0';
-			char *end;
-			unsigned long long a = strtoull(tok + 2, &end, 16);
-			Dl_info info;
-			if (*end == '\0' && a &&
-			    dladdr((void *)(uintptr_t)a, &info) && info.dli_sname)
-				hb_printf(out, "%#llx %s\n", a, info.dli_sname);
-		}
-		i = e + 1;
-	}
-}
 
 /* ---- query ---------------------------------------------------------------- */
 
@@ -256,6 +223,13 @@ int http_pprof_delta(ap_profile *now, const ap_profile *base)
 		/* Samples that cancelled stay with all values 0 (the builder
 		 * has no removal); pprof and jeprof show nothing for them. */
 		now->ncomments = 0;
+		/* The histograms count since the start, not the window: left
+		 * out, as the comments that once carried them were. */
+		size_t keep = 0, hp = strlen(AP_PROFILE_HIST_EXT_PREFIX);
+		for (size_t k = 0; k < now->nexts; k++)
+			if (strncmp(now->exts[k].name, AP_PROFILE_HIST_EXT_PREFIX, hp))
+				now->exts[keep++] = now->exts[k];
+		now->nexts = keep;
 		int64_t start = base->time_nanos;
 		now->duration_nanos = now->time_nanos - start;
 		now->time_nanos = start;

@@ -21,8 +21,9 @@
 /* The /debug/pprof/ page (HTML). */
 extern const char http_pprof_index_html[];
 
-/* Go's symbol service: body is '+'-separated hex addresses; appends
- * "0xADDR name" lines (dladdr names; addresses without one left out). */
+/* Go's symbol service (symserv.c): body is '+'-separated hex addresses;
+ * appends "0xADDR name" lines, names from the objects' full symbol tables
+ * (addresses without one left out); out->failed when out of memory. */
 void http_pprof_symbolize(const char *body, size_t n, http_buf *out);
 
 typedef struct http_pprof_query {

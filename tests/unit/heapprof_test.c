@@ -163,6 +163,53 @@ AP_TEST(hist_comment_round_trips)
 	ap_hist_snap_destroy(s);
 }
 
+/* ap_profile_hist_next reads the extensions, then the comments of
+ * earlier versions, and steps over a malformed one of either. */
+AP_TEST(hist_next_reads_extensions_and_old_comments)
+{
+	ap_hist_snap *s = sample_snap();
+	AP_CHECK(s != NULL);
+	ap_profile *p;
+	AP_CHECK_EQ_INT(ap_profile_create(NULL, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_add_comment(p, "plain note"), 0);
+	AP_CHECK_EQ_INT(ap_profile_hist_comment_add(p, "lifetime_ns", s), 0);
+	AP_CHECK_EQ_INT(ap_profile_add_comment(p, "allocprof.hist.bad=QUJD"), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "other", "x", 1), 0);
+	AP_CHECK_EQ_INT(ap_profile_hist_add(p, "alloc_size", s), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(p, "hist.broken", "xyz", 3), 0);
+	AP_CHECK_EQ_INT(ap_profile_hist_add(p, "", s), AP_EINVAL);
+	AP_CHECK_EQ_INT(ap_profile_hist_add(p, "has space", s), AP_EINVAL);
+	AP_CHECK_EQ_U64(p->ncomments, 3);
+	AP_CHECK(!strcmp(p->exts[1].name, "hist.alloc_size"));
+	/* Through the pprof encoding. */
+	unsigned char *buf;
+	size_t len;
+	ap_profile *q;
+	AP_CHECK_EQ_INT(ap_pprof_encode(p, true, NULL, &buf, &len), 0);
+	AP_CHECK_EQ_INT(ap_pprof_decode(buf, len, NULL, &q, NULL, 0), 0);
+	free(buf);
+	static const struct { int rc; const char *name; } want[] = {
+		{ 0, "alloc_size" }, { AP_ECORRUPT, NULL }, { 0, "lifetime_ns" },
+		{ AP_ECORRUPT, NULL }, { AP_ENOTFOUND, NULL }, { AP_ENOTFOUND, NULL } };
+	size_t cur = 0;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char *name = (char *)1;
+		ap_hist_snap *t = (ap_hist_snap *)1;
+		int rc = ap_profile_hist_next(q, &cur, NULL, &name, &t);
+		AP_CHECK_MSG(rc == want[i].rc, "step %zu: %d", i, rc);
+		if (rc == 0) {
+			AP_CHECK(!strcmp(name, want[i].name) && ap_hist_snap_equal(s, t));
+			free(name);
+			ap_hist_snap_destroy(t);
+		} else {
+			AP_CHECK(name == NULL && t == NULL);
+		}
+	}
+	ap_profile_destroy(q);
+	ap_profile_destroy(p);
+	ap_hist_snap_destroy(s);
+}
+
 AP_TEST(hist_comment_rejects_malformed_ones)
 {
 	static const struct {

@@ -75,7 +75,13 @@ AP_TEST(a_delta_subtracts_every_value_per_site_exactly)
 	int64_t s0[] = { 10, 7, 5 }, s1[] = { 3, 7, 25 };
 	ap_profile *base = make(a0, s0, 3, 1000), *now = make(a1, s1, 3, 3000);
 	AP_CHECK(base && now);
+	/* Cumulative histograms do not describe the window: left out; other
+	 * extensions stay. */
+	AP_CHECK_EQ_INT(ap_profile_ext_add(now, "hist.alloc_size", "x", 1), 0);
+	AP_CHECK_EQ_INT(ap_profile_ext_add(now, "other", "y", 1), 0);
 	AP_CHECK_EQ_INT(http_pprof_delta(now, base), 0);
+	AP_CHECK_EQ_U64(now->nexts, 1);
+	AP_CHECK(strcmp(now->exts[0].name, "other") == 0);
 	const ap_sample *a = find(now, 0x1000), *b = find(now, 0x2000);
 	const ap_sample *c = find(now, 0x3000), *d = find(now, 0x4000);
 	AP_CHECK(a && b && c && d);
