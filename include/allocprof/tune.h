@@ -15,10 +15,13 @@
  *   A_c = w_alloc N_c Z_c^2 + w_inuse L_c Z_c^2 + w_obj N_c.
  *
  * The solution is p_c = clip(sqrt(A_c / (lambda N_c + mu L_c Z_c)),
- * p_min,c, 1) with the multipliers found by nested bisection. The
- * sampler realises p_c by charging each allocation of class c a virtual
- * size g_c = ln(1 - p_c) / ln(1 - 1/R) instead of its real size
- * (ap_tune_virtual_size). Pure functions, no global state.
+ * p_min,c, p_max,c) with the multipliers found by nested bisection. The
+ * runtime realises p_c as per-byte sampling at a class rate R_c
+ * (ap_tune_class_rate), by thinning the successes of a sampler that runs
+ * at a base rate R <= every R_c (ap_sampler_sample_at, sample tables);
+ * the virtual-size realisation below (ap_tune_virtual_size) is the
+ * alternative it was measured against (docs/STATISTICS.md section 10).
+ * Pure functions, no global state.
  */
 #ifndef ALLOCPROF_TUNE_H
 #define ALLOCPROF_TUNE_H
@@ -38,6 +41,8 @@ typedef struct ap_tune_class {
 	double allocs; /* N_c, allocations over the profiled interval (>= 0) */
 	double live;   /* L_c, of those live at the dump (0 <= L_c <= N_c) */
 	double p_min;  /* floor on p_c, in [0, 1]; 0 = none (see ap_tune_floor) */
+	double p_max;  /* ceiling on p_c, in [p_min, 1]; 0 = none (1). A sample
+			  table's base rate R caps p_c at 1 - (1 - 1/R)^Z_c */
 } ap_tune_class;
 
 /* Weights of the three views in the objective (each >= 0, not all 0). */
@@ -115,6 +120,24 @@ AP_API double ap_tune_virtual_size(double p, double rate);
  */
 AP_API int ap_tune_gap_units(double p, double rate, unsigned shift,
 			     uint64_t *units, double *p_real);
+
+/*
+ * The per-byte rate whose inclusion probability for size bytes is p:
+ * R_c = 1 / (1 - (1 - p)^(1/size)), so that 1 - (1 - 1/R_c)^size = p.
+ * 1 for p = 1, +INFINITY for p = 0, NaN for invalid input.
+ */
+AP_API double ap_tune_class_rate(double p, double size);
+
+/*
+ * The rate a sample table gives a class wanting p: ap_tune_class_rate
+ * rounded to the nearest base 2^k in log scale (k >= 0), at most
+ * AP_SAMPLER_RATE_MAX. Power-of-two ratios make the runtime's thinning
+ * coin exact and keep the distinct rates few (the NB interval groups
+ * samples by rate, at most 8 per row); the rounding moves p by at most a
+ * factor sqrt(2), which costs at most 6% of that class's variance term
+ * at the optimum ((x + 1/x)/2 at x = sqrt 2). 0 for invalid input.
+ */
+AP_API uint64_t ap_tune_table_rate(double p, double size, uint64_t base);
 
 /* Effective per-byte rate of a class for the NB groups: R Z / g. */
 AP_API double ap_tune_effective_rate(double size, double p, double rate);
