@@ -131,13 +131,16 @@ AP_API double ap_tune_class_rate(double p, double size);
 /*
  * The rate a sample table gives a class wanting p: ap_tune_class_rate
  * rounded to the nearest base 2^k in log scale (k >= 0), at most
- * AP_SAMPLER_RATE_MAX. Power-of-two ratios make the runtime's thinning
+ * AP_SAMPLER_RATE_MAX, and halved while its probability falls below
+ * p_min (so the floor's guarantee survives the rounding; 0 = no floor).
+ * Power-of-two ratios make the runtime's thinning
  * coin exact and keep the distinct rates few (the NB interval groups
  * samples by rate, at most 8 per row); the rounding moves p by at most a
  * factor sqrt(2), which costs at most 6% of that class's variance term
  * at the optimum ((x + 1/x)/2 at x = sqrt 2). 0 for invalid input.
  */
-AP_API uint64_t ap_tune_table_rate(double p, double size, uint64_t base);
+AP_API uint64_t ap_tune_table_rate(double p, double p_min, double size,
+				   uint64_t base);
 
 /* Effective per-byte rate of a class for the NB groups: R Z / g. */
 AP_API double ap_tune_effective_rate(double size, double p, double rate);

@@ -20,6 +20,7 @@ AP_CMD(folded);
 AP_CMD(convert);
 AP_CMD(hist);
 AP_CMD(ci);
+AP_CMD(tune);
 #undef AP_CMD
 
 #endif

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{"convert", ap_cmd_convert, "convert between pprof, heap_v2, folded, json"},
 	{"hist", ap_cmd_hist, "log-linear histogram of numbers on stdin"},
 	{"ci", ap_cmd_ci, "confidence interval for sampled bytes"},
+	{"tune", ap_cmd_tune, "per-size-class sampling rates from training profiles"},
 };
 
 static void usage(FILE *out)

@@ -284,15 +284,26 @@ double ap_tune_class_rate(double p, double size)
 	return -1 / expm1(log1p(-p) / size);
 }
 
-uint64_t ap_tune_table_rate(double p, double size, uint64_t base)
+static uint64_t grid_rate(double r, uint64_t base)
 {
-	double r = ap_tune_class_rate(p, size), k;
-	if (isnan(r) || base == 0 || (double)base > TUNE_RATE_MAX)
-		return 0;
+	double k;
 	if (r >= TUNE_RATE_MAX)
 		return (uint64_t)TUNE_RATE_MAX;
 	k = r <= (double)base ? 0 : nearbyint(log2(r / (double)base));
 	if (ldexp((double)base, (int)(k < 60 ? k : 60)) >= TUNE_RATE_MAX)
 		return (uint64_t)TUNE_RATE_MAX;
 	return base << (int)k;
+}
+
+uint64_t ap_tune_table_rate(double p, double p_min, double size, uint64_t base)
+{
+	double r = ap_tune_class_rate(p, size);
+	double rmax = p_min > 0 ? ap_tune_class_rate(p_min, size) : TUNE_RATE_MAX;
+	uint64_t g;
+	if (isnan(r) || isnan(rmax) || base == 0 || (double)base > TUNE_RATE_MAX)
+		return 0;
+	g = grid_rate(r, base);
+	while (g > base && (double)g > rmax)
+		g = g / 2 < base ? base : g / 2;
+	return g;
 }

@@ -354,10 +354,14 @@ AP_TEST(class_rates_invert_the_per_byte_probability)
 	 * scale, never below the base. R = 100 / 0.01 ~ 9950 -> 8192 (log2
 	 * ratio 1.28 from 4096 rounds to 1 over 4096); 3 * 4096 -> 16384
 	 * (log2 3 = 1.58 rounds up); anything at or below the base -> base. */
-	AP_CHECK_EQ_U64(ap_tune_table_rate(0.01, 100, 4096), 8192);
-	AP_CHECK_EQ_U64(ap_tune_table_rate(-expm1(100 * log1p(-1.0 / 12288)), 100,
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.01, 0, 100, 4096), 8192);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(-expm1(100 * log1p(-1.0 / 12288)), 0, 100,
 					   4096), 16384);
-	AP_CHECK_EQ_U64(ap_tune_table_rate(0.9, 100, 4096), 4096);
-	AP_CHECK_EQ_U64(ap_tune_table_rate(0, 100, 4096), (uint64_t)1 << 52);
-	AP_CHECK_EQ_U64(ap_tune_table_rate(0.5, 100, 0), 0);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.9, 0, 100, 4096), 4096);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0, 0, 100, 4096), (uint64_t)1 << 52);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.5, 0, 100, 0), 0);
+	/* The floor wins over rounding: 3 * 4096 would round up to 16384,
+	 * whose probability is below a floor at rate 12288's. */
+	double p3 = -expm1(100 * log1p(-1.0 / 12288));
+	AP_CHECK_EQ_U64(ap_tune_table_rate(p3, p3, 100, 4096), 8192);
 }
