@@ -116,7 +116,8 @@ AP_API double ap_tune_virtual_size(double p, double rate);
  * class exactly: its p is then 1 within exp(-2^46 / R)). The sampler then
  * runs at rate R 2^shift, so R <= 2^(52 - shift); its own q is
  * 1 - 2^-shift/R, which moves p_real by a relative ~1/(R 2^(shift+1)):
- * weight by the sampler's law (tests/stats/tune_design_test.c does).
+ * weight by the sampler's law (the runtime uses thinning instead:
+ * ap_sampler_sample_at; docs/STATISTICS.md section 10 compares the two).
  */
 AP_API int ap_tune_gap_units(double p, double rate, unsigned shift,
 			     uint64_t *units, double *p_real);
