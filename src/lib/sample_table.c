@@ -22,6 +22,9 @@ struct cursor {
 };
 
 static int fail(struct cursor *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct cursor *c, int rc, const char *fmt, ...)
 {
 	char msg[160];
 	va_list ap;
