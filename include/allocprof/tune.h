@@ -11,7 +11,7 @@
  *
  *   minimise sum_c A_c (1 - p_c) / p_c
  *   subject to sum_c N_c p_c <= K,  sum_c L_c Z_c p_c <= M,
- *              p_min,c <= p_c <= 1,
+ *              p_min,c <= p_c <= p_max,c <= 1,
  *   A_c = w_alloc N_c Z_c^2 + w_inuse L_c Z_c^2 + w_obj N_c.
  *
  * The solution is p_c = clip(sqrt(A_c / (lambda N_c + mu L_c Z_c)),
