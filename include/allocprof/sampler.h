@@ -107,6 +107,8 @@ typedef struct ap_sample_info {
 			    FIRST: 1/pi; COUNT: count / (P(byte) * size), which is
 			    count * R / size for geometric gaps; exact: 1 */
 	bool exact;      /* recorded with probability 1 (passthrough or R = 1) */
+	uint64_t rate;   /* the per-byte rate R behind prob and offset: the
+			    sampler's, or the class rate of ap_sampler_sample_at */
 } ap_sample_info;
 
 /* R = 524288, geometric gaps, FIRST mode, no passthrough, random seed. */
@@ -172,6 +174,28 @@ static inline bool ap_sampler_should_sample_pt(ap_sampler *s, size_t size)
  * weight 0, prob pi.
  */
 AP_API void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out);
+
+/*
+ * Slow path at a per-class rate (sample tables, docs/STATISTICS.md section
+ * 10): like ap_sampler_sample, but the allocation is sampled exactly as if
+ * the sampler ran at `rate` R_c >= R, its own rate, for this allocation
+ * alone: prob = 1 - (1 - 1/R_c)^size, offset the first success of a
+ * per-byte run at R_c, out->rate = R_c. The fast path is unchanged; this
+ * thins its successes: the success at the counter's offset is kept with
+ * probability R/R_c, and if it is dropped, the rest of the allocation is
+ * searched with one geometric draw at R_c (by memorylessness its bytes are
+ * independent trials of probability 1/R_c). So every byte of the
+ * allocation is an independent trial of probability (1/R)(R/R_c) = 1/R_c.
+ * Then the counter takes a fresh gap at R as in FIRST mode. The keep coin
+ * compares a uniform on the 2^-53 lattice with R/R_c: exact when R_c/R is
+ * a power of two (what `allocprof tune` writes), else off by < 2^-53.
+ * Requires geometric gaps and FIRST mode, no passthrough for this
+ * size and R < R_c <= AP_SAMPLER_RATE_MAX; otherwise (or rate <= R) it is
+ * ap_sampler_sample. An allocation all of whose successes are dropped
+ * reports count 0 and costs at most two random draws.
+ */
+AP_API void ap_sampler_sample_at(ap_sampler *s, size_t size, uint64_t rate,
+				 ap_sample_info *out);
 
 /*
  * pi(size) = P(an allocation of `size` bytes is sampled) for this sampler:

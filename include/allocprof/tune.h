@@ -11,14 +11,17 @@
  *
  *   minimise sum_c A_c (1 - p_c) / p_c
  *   subject to sum_c N_c p_c <= K,  sum_c L_c Z_c p_c <= M,
- *              p_min,c <= p_c <= 1,
+ *              p_min,c <= p_c <= p_max,c <= 1,
  *   A_c = w_alloc N_c Z_c^2 + w_inuse L_c Z_c^2 + w_obj N_c.
  *
  * The solution is p_c = clip(sqrt(A_c / (lambda N_c + mu L_c Z_c)),
- * p_min,c, 1) with the multipliers found by nested bisection. The
- * sampler realises p_c by charging each allocation of class c a virtual
- * size g_c = ln(1 - p_c) / ln(1 - 1/R) instead of its real size
- * (ap_tune_virtual_size). Pure functions, no global state.
+ * p_min,c, p_max,c) with the multipliers found by nested bisection. The
+ * runtime realises p_c as per-byte sampling at a class rate R_c
+ * (ap_tune_class_rate), by thinning the successes of a sampler that runs
+ * at a base rate R <= every R_c (ap_sampler_sample_at, sample tables);
+ * the virtual-size realisation below (ap_tune_virtual_size) is the
+ * alternative it was measured against (docs/STATISTICS.md section 10).
+ * Pure functions, no global state.
  */
 #ifndef ALLOCPROF_TUNE_H
 #define ALLOCPROF_TUNE_H
@@ -38,6 +41,8 @@ typedef struct ap_tune_class {
 	double allocs; /* N_c, allocations over the profiled interval (>= 0) */
 	double live;   /* L_c, of those live at the dump (0 <= L_c <= N_c) */
 	double p_min;  /* floor on p_c, in [0, 1]; 0 = none (see ap_tune_floor) */
+	double p_max;  /* ceiling on p_c, in [p_min, 1]; 0 = none (1). A sample
+			  table's base rate R caps p_c at 1 - (1 - 1/R)^Z_c */
 } ap_tune_class;
 
 /* Weights of the three views in the objective (each >= 0, not all 0). */
@@ -111,10 +116,32 @@ AP_API double ap_tune_virtual_size(double p, double rate);
  * class exactly: its p is then 1 within exp(-2^46 / R)). The sampler then
  * runs at rate R 2^shift, so R <= 2^(52 - shift); its own q is
  * 1 - 2^-shift/R, which moves p_real by a relative ~1/(R 2^(shift+1)):
- * weight by the sampler's law (tests/stats/tune_design_test.c does).
+ * weight by the sampler's law (the runtime uses thinning instead:
+ * ap_sampler_sample_at; docs/STATISTICS.md section 10 compares the two).
  */
 AP_API int ap_tune_gap_units(double p, double rate, unsigned shift,
 			     uint64_t *units, double *p_real);
+
+/*
+ * The per-byte rate whose inclusion probability for size bytes is p:
+ * R_c = 1 / (1 - (1 - p)^(1/size)), so that 1 - (1 - 1/R_c)^size = p.
+ * 1 for p = 1, +INFINITY for p = 0, NaN for invalid input.
+ */
+AP_API double ap_tune_class_rate(double p, double size);
+
+/*
+ * The rate a sample table gives a class wanting p: ap_tune_class_rate
+ * rounded to the nearest base 2^k in log scale (k >= 0), at most
+ * AP_SAMPLER_RATE_MAX, and halved while its probability falls below
+ * p_min (so the floor's guarantee survives the rounding; 0 = no floor).
+ * Power-of-two ratios make the runtime's thinning
+ * coin exact and keep the distinct rates few (the NB interval groups
+ * samples by rate, at most 8 per row); the rounding moves p by at most a
+ * factor sqrt(2), which costs at most 6% of that class's variance term
+ * at the optimum ((x + 1/x)/2 at x = sqrt 2). 0 for invalid input.
+ */
+AP_API uint64_t ap_tune_table_rate(double p, double p_min, double size,
+				   uint64_t base);
 
 /* Effective per-byte rate of a class for the NB groups: R Z / g. */
 AP_API double ap_tune_effective_rate(double size, double p, double rate);

@@ -22,6 +22,7 @@ AP_CMD(hist);
 AP_CMD(ci);
 AP_CMD(leaks);
 AP_CMD(timeline);
+AP_CMD(tune);
 #undef AP_CMD
 
 #endif

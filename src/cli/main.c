@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{"ci", ap_cmd_ci, "confidence interval for sampled bytes"},
 	{"leaks", ap_cmd_leaks, "sites whose live bytes keep growing (FDR)"},
 	{"timeline", ap_cmd_timeline, "live bytes over time by site (SVG)"},
+	{"tune", ap_cmd_tune, "per-size-class sampling rates from training profiles"},
 };
 
 static void usage(FILE *out)

@@ -236,7 +236,7 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
 	uint64_t z = (uint64_t)size;
 	*out = (ap_sample_info){.size = z, .offset = 0, .count = 0,
 			       .prob = ap_sampler_prob(s, z), .weight = 0.0,
-			       .exact = false};
+			       .exact = false, .rate = s->rate};
 	if (z == 0 || s->rate == 0)
 		return; /* no bytes, no trials: never sampled; or s not initialised */
 	if (s->rate == 1 || (s->passthrough && z >= s->exact_min)) {
@@ -265,6 +265,50 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
 		out->count = 1 + count_rest(s, z - c - 1);
 		/* E[count] = z p, so count / (p z) is unbiased for one object. */
 		out->weight = (double)out->count / (s->byte_p * (double)z);
+	}
+}
+
+/* Failures before the first success of a per-byte run with log q = log_q
+ * (draw_gap's inverse transform at another rate; capped the same way). */
+static uint64_t draw_gap_at(ap_sampler *s, double log_q)
+{
+	double g = log(ap_prng_uniform(&s->prng)) / log_q;
+	if (!(g < (double)AP_SAMPLER_GAP_MAX))
+		return AP_SAMPLER_GAP_MAX;
+	return (uint64_t)g;
+}
+
+void ap_sampler_sample_at(ap_sampler *s, size_t size, uint64_t rate,
+			  ap_sample_info *out)
+{
+	uint64_t z = (uint64_t)size, c, off;
+	if (rate <= s->rate || s->rate == 0 || rate > AP_SAMPLER_RATE_MAX ||
+	    s->gap != AP_GAP_GEOMETRIC || s->mode != AP_SAMPLE_FIRST ||
+	    (s->passthrough && z >= s->exact_min)) {
+		ap_sampler_sample(s, size, out);
+		return;
+	}
+	double log_qc = log1p(-1.0 / (double)rate);
+	*out = (ap_sample_info){.size = z, .prob = z ? prob_raw(log_qc, z) : 0.0,
+			       .rate = rate};
+	c = (uint64_t)s->bytes_until_sample;
+	if (z <= c) {
+		s->bytes_until_sample = (int64_t)(c - z);
+		return;
+	}
+	/* Byte c is a success at R: keep it with probability R / R_c. */
+	if (ap_prng_uniform(&s->prng) < (double)s->rate / (double)rate) {
+		off = c;
+	} else {
+		/* Dropped: bytes c+1 .. z-1 are fresh trials at 1/R_c. */
+		uint64_t g = draw_gap_at(s, log_qc);
+		off = g < z - c - 1 ? c + 1 + g : z;
+	}
+	s->bytes_until_sample = (int64_t)draw_gap(s); /* FIRST: after the block */
+	if (off < z) {
+		out->offset = off;
+		out->count = 1;
+		out->weight = 1.0 / out->prob;
 	}
 }
 

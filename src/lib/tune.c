@@ -28,7 +28,13 @@ static int class_ok(const ap_tune_class *c)
 {
 	return isfinite(c->size) && c->size > 0 && isfinite(c->allocs) &&
 	       c->allocs >= 0 && isfinite(c->live) && c->live >= 0 &&
-	       c->live <= c->allocs && c->p_min >= 0 && c->p_min <= 1;
+	       c->live <= c->allocs && c->p_min >= 0 && c->p_min <= 1 &&
+	       (c->p_max == 0 || (c->p_max >= c->p_min && c->p_max <= 1));
+}
+
+static double cap_of(const ap_tune_class *c)
+{
+	return c->p_max > 0 ? c->p_max : 1.0;
 }
 
 static double p_at(const ap_tune_class *c, double a, double lambda, double mu)
@@ -36,12 +42,12 @@ static double p_at(const ap_tune_class *c, double a, double lambda, double mu)
 	double den = lambda * c->allocs + mu * c->live * c->size;
 	double p;
 	if (c->allocs == 0)
-		return 1.0;
+		return cap_of(c);
 	if (a == 0)
 		return c->p_min;
 	p = den > 0 ? sqrt(a / den) : 1.0;
-	if (p > 1)
-		p = 1;
+	if (p > cap_of(c))
+		p = cap_of(c);
 	if (p < c->p_min)
 		p = c->p_min;
 	return p;
@@ -111,7 +117,7 @@ int ap_tune_solve(const ap_tune_class *cls, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (!class_ok(&cls[i]))
 			return AP_EINVAL;
-		p[i] = cls[i].allocs == 0 ? 1.0 : cls[i].p_min;
+		p[i] = cls[i].allocs == 0 ? cap_of(&cls[i]) : cls[i].p_min;
 		kmin += cls[i].allocs * p[i];
 		mmin += cls[i].live * cls[i].size * p[i];
 	}
@@ -265,4 +271,39 @@ double ap_tune_effective_rate(double size, double p, double rate)
 	if (!(size > 0) || !(g > 0))
 		return (double)NAN;
 	return isinf(g) ? 1.0 : rate * size / g;
+}
+
+double ap_tune_class_rate(double p, double size)
+{
+	if (!(p >= 0 && p <= 1) || !(size > 0) || !isfinite(size))
+		return (double)NAN;
+	if (p == 1)
+		return 1.0;
+	if (p == 0)
+		return (double)INFINITY;
+	return -1 / expm1(log1p(-p) / size);
+}
+
+static uint64_t grid_rate(double r, uint64_t base)
+{
+	double k;
+	if (r >= TUNE_RATE_MAX)
+		return (uint64_t)TUNE_RATE_MAX;
+	k = r <= (double)base ? 0 : nearbyint(log2(r / (double)base));
+	if (ldexp((double)base, (int)(k < 60 ? k : 60)) >= TUNE_RATE_MAX)
+		return (uint64_t)TUNE_RATE_MAX;
+	return base << (int)k;
+}
+
+uint64_t ap_tune_table_rate(double p, double p_min, double size, uint64_t base)
+{
+	double r = ap_tune_class_rate(p, size);
+	double rmax = p_min > 0 ? ap_tune_class_rate(p_min, size) : TUNE_RATE_MAX;
+	uint64_t g;
+	if (isnan(r) || isnan(rmax) || base == 0 || (double)base > TUNE_RATE_MAX)
+		return 0;
+	g = grid_rate(r, base);
+	while (g > base && (double)g > rmax)
+		g = g / 2 < base ? base : g / 2;
+	return g;
 }

@@ -166,6 +166,10 @@ static const ap_option_spec specs[] = {
 	{ "http_portfile", AP_OPT_STRING, OFF(http_portfile), 0, 0, NULL,
 	  RT_PATH_CAP, NULL,
 	  "write the endpoint's ADDR:PORT to this file (%p pid, %t time)" },
+	{ "sample_table", AP_OPT_STRING, OFF(sample_table), 0, 0, NULL,
+	  RT_PATH_CAP, NULL,
+	  "per-size-class rates from this file (allocprof tune -o); its base "
+	  "rate replaces rate=" },
 	{ "help", AP_OPT_BOOL, OFF(help), 0, 0, NULL, 0, NULL,
 	  "print this list of options on stderr" },
 };

@@ -55,6 +55,7 @@ typedef struct rt_options {
 	http_listen http;       /* HTTP endpoint (http.h); off by default */
 	bool http_public;       /* allow http= on a non-loopback address */
 	char http_portfile[RT_PATH_CAP]; /* where to write the bound ADDR:PORT */
+	char sample_table[RT_PATH_CAP]; /* per-class rates (allocprof tune -o) */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

@@ -41,6 +41,7 @@
 #include "dump.h"
 #include "http_runtime.h"
 #include "procs.h"
+#include "sample_table_rt.h"
 #include "unwinder.h"
 
 runtime rt;
@@ -212,6 +213,7 @@ static bool do_init(void)
 		rt_log("cannot map memory for the stack table: profiling disabled");
 		return false;
 	}
+	rt_table_load(&rt.opt);
 	if (unwind_prepare((unwinder_kind)rt.opt.unwinder) != 0) {
 		/* libunwind is refused when its memory checks cannot be made
 		 * descriptor-free (unwind_nofd.c); then libgcc, then fp. */
@@ -306,6 +308,17 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			return false;
 		}
 	}
+	bool drawn = rt_table_on && t->ready;
+	if (drawn) {
+		/* sample_table=: most successes are thinned away, so decide
+		 * before the signal mask's system calls. Only the guard is
+		 * set: a handler's allocation meanwhile is not recorded. */
+		t->guard++;
+		rt_table_sample(&t->sampler, n, info);
+		t->guard--;
+		if (info->count == 0)
+			return false;
+	}
 	/* From here to rt_sample_end no handler runs in this thread. */
 	uint64_t m = rt_enter();
 	if (AP_UNLIKELY(!t->ready)) {
@@ -315,7 +328,8 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			return false;
 		}
 	}
-	ap_sampler_sample(&t->sampler, n, info);
+	if (!drawn)
+		rt_table_sample(&t->sampler, n, info);
 	if (info->count == 0) {
 		rt_leave(m);
 		return false;
@@ -355,7 +369,7 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 					    : rt_real.malloc_usable_size(p);
 		sample_rec rec;
 		table_totals after;
-		if (table_record_alloc(&rt.table, pcs, depth, t->sampler.rate,
+		if (table_record_alloc(&rt.table, pcs, depth, info->rate,
 				       info, usable, &rec, &after) == 0) {
 			rec.t_ns = monotonic_ns();
 			bool kept;

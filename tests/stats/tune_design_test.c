@@ -2,12 +2,15 @@
  * tune_design_test.c: Monte Carlo validation of the tuned per-class design
  * (allocprof/tune.h, docs/STATISTICS.md "Optimal per-class sampling")
  * against today's per-byte design, both replayed through the real sampler
- * (allocprof/sampler.h): per-byte charges each allocation its size at
- * rate R; the tuned design charges each allocation of class c its virtual
- * size in fixed-point units, g_c 2^16 units at rate R 2^16, exactly as a
- * runtime with a class table would, and weights by the realised
- * probability 1 - (1 - 2^-16/R)^units. The budget of the tuned design is
- * the per-byte design's expected sample count.
+ * exactly as the runtime runs them (src/preload/sample_table_rt.c): the
+ * fast path counts each allocation's size at the base rate, and the slow
+ * path is ap_sampler_sample_at with the class's rate from the sample
+ * table, which thins the base rate's samples; each sample is weighted by
+ * the probability the sampler reports. The tuned table is what `allocprof
+ * tune` writes: base rate R/4, class rates on the grid R/4 2^k
+ * (ap_tune_table_rate). The two designs are compared at equal expected
+ * sample counts: per-byte sampling runs at the integer rate whose
+ * expected samples match the table's on the replayed workload.
  *
  * Trace: the worked example's workload (tests/stats/tune_workload.h),
  * 10^5 allocations, log2 size ~ N(8, 3), logistic survival (midpoint
@@ -48,7 +51,6 @@
 
 #define NREP 10000
 #define RATE 65536u
-#define SHIFT 16
 #define TOTAL 1e5
 
 typedef struct trace {
@@ -58,10 +60,10 @@ typedef struct trace {
 	double t_alloc, t_inuse;
 } trace;
 
-/* One design: what the sampler charges per class and the HT probability. */
+/* One design: the sampler's base rate, each class's rate and probability. */
 typedef struct design {
 	uint64_t rate;
-	uint64_t charge[TW_CLASSES]; /* 0 = record exactly (p = 1) */
+	uint64_t crate[TW_CLASSES];
 	double p[TW_CLASSES];
 } design;
 
@@ -101,32 +103,29 @@ static int make_trace(const ap_tune_class *c, trace *t, uint64_t seed)
 	return 0;
 }
 
-static void design_perbyte(const ap_tune_class *c, design *d)
+static double p_at(double z, uint64_t r)
 {
-	d->rate = RATE;
-	ap_tune_perbyte(c, TW_CLASSES, RATE, d->p);
-	for (int i = 0; i < TW_CLASSES; i++)
-		d->charge[i] = (uint64_t)c[i].size;
+	return r <= 1 ? 1.0 : -expm1(z * log1p(-1.0 / (double)r));
 }
 
-static int design_tuned(const double *p, design *d)
+/* Per-byte sampling at the integer rate spending `samples` on c. */
+static void design_perbyte(const ap_tune_class *c, double samples, design *d)
 {
-	d->rate = (uint64_t)RATE << SHIFT;
+	d->rate = (uint64_t)nearbyint(ap_tune_perbyte_rate(c, TW_CLASSES, samples));
 	for (int i = 0; i < TW_CLASSES; i++) {
-		if (p[i] >= 1) {
-			d->charge[i] = 0;
-			d->p[i] = 1;
-			continue;
-		}
-		if (ap_tune_gap_units(p[i], RATE, SHIFT, &d->charge[i],
-				      &d->p[i]) != 0)
-			return -1;
-		/* The sampler's own law at rate R 2^16 (q = 1 - 2^-16/R,
-		 * not (1 - 1/R)^(2^-16)): the HT weight uses it. */
-		d->p[i] = -expm1((double)d->charge[i] *
-				 log1p(-1.0 / (double)d->rate));
+		d->crate[i] = d->rate;
+		d->p[i] = p_at(c[i].size, d->rate);
 	}
-	return 0;
+}
+
+/* The sample table for probabilities p on the classes c (floors in c). */
+static void design_table(const ap_tune_class *c, const double *p, design *d)
+{
+	d->rate = RATE / 4;
+	for (int i = 0; i < TW_CLASSES; i++) {
+		d->crate[i] = ap_tune_table_rate(p[i], c[i].p_min, c[i].size, d->rate);
+		d->p[i] = p_at(c[i].size, d->crate[i]);
+	}
 }
 
 static void add(view_stats *v, double y, double vhat, double truth)
@@ -141,7 +140,7 @@ static void add(view_stats *v, double y, double vhat, double truth)
 /* NREP replays of t through design d; va, vi collect the two views. */
 static int replay(const trace *t, const ap_tune_class *c, const design *d,
 		  uint64_t seed, view_stats *va, view_stats *vi,
-		  double *samples)
+		  double *samples, int *pmismatch)
 {
 	ap_sampler s;
 	ap_sampler_config cfg;
@@ -155,13 +154,15 @@ static int replay(const trace *t, const ap_tune_class *c, const design *d,
 		double ya = 0, yi = 0, wa = 0, wi = 0;
 		for (size_t k = 0; k < t->n; k++) {
 			int ci = t->cls[k];
-			double z = c[ci].size, p = d->p[ci], term;
-			if (d->charge[ci] != 0) {
-				ap_sample_info info;
-				if (!ap_sampler_should_sample(&s, d->charge[ci]))
-					continue;
-				ap_sampler_sample(&s, d->charge[ci], &info);
-			}
+			double z = c[ci].size, p, term;
+			ap_sample_info info;
+			if (!ap_sampler_should_sample(&s, (size_t)z))
+				continue;
+			ap_sampler_sample_at(&s, (size_t)z, d->crate[ci], &info);
+			if (info.count == 0)
+				continue;
+			p = info.prob; /* what the runtime weights by */
+			*pmismatch += fabs(p / d->p[ci] - 1) > 1e-12;
 			term = (1 - p) * z * z / (p * p);
 			*samples += 1;
 			ya += z / p;
@@ -217,24 +218,46 @@ static int check_ratio(const char *what, const view_stats *pb,
 
 struct run {
 	view_stats a, i;
-	double va, vi, samples;
+	double va, vi, samples, expect, se_samples;
+	int pmismatch;
 };
 
 static int run_design(const trace *t, const ap_tune_class *c,
 		      const design *d, uint64_t seed, struct run *out)
 {
+	ap_tune_var v;
 	*out = (struct run){0};
 	predicted(c, d, &out->va, &out->vi);
-	return replay(t, c, d, seed, &out->a, &out->i, &out->samples);
+	ap_tune_variance(c, TW_CLASSES, d->p, &v);
+	out->expect = v.samples;
+	for (int i = 0; i < TW_CLASSES; i++)
+		out->se_samples += c[i].allocs * d->p[i] * (1 - d->p[i]);
+	out->se_samples = sqrt(out->se_samples / NREP);
+	return replay(t, c, d, seed, &out->a, &out->i, &out->samples,
+		      &out->pmismatch);
 }
 
+/* The realised mean sample count is the design's expectation (4 SE), and
+ * every sample carried the design's probability. */
+static int check_samples(const char *what, const struct run *r)
+{
+	printf("  %-22s samples %.1f, expected %.1f (%+.2f SE)\n", what,
+	       r->samples, r->expect, (r->samples - r->expect) / r->se_samples);
+	return fabs(r->samples - r->expect) <= 4 * r->se_samples && r->pmismatch == 0;
+}
+
+/* As `allocprof tune --objective inuse` does: floors of factor 4 against
+ * per-byte at RATE, ceilings from the table's base rate RATE/4, budget
+ * per-byte's expected samples at RATE. */
 static void build_tuned(ap_tune_class *a, double *p, double *budget)
 {
 	double pb[TW_CLASSES];
 	ap_tune_var vb;
 	ap_tune_weights w = {0, 1, 0};
-	for (int i = 0; i < TW_CLASSES; i++)
+	for (int i = 0; i < TW_CLASSES; i++) {
 		a[i].p_min = ap_tune_floor(a[i].size, RATE, 4);
+		a[i].p_max = p_at(a[i].size, RATE / 4);
+	}
 	ap_tune_perbyte(a, TW_CLASSES, RATE, pb);
 	ap_tune_variance(a, TW_CLASSES, pb, &vb);
 	*budget = vb.samples;
@@ -242,16 +265,22 @@ static void build_tuned(ap_tune_class *a, double *p, double *budget)
 }
 
 /*
- * Replay workload w's trace (seed ts) through per-byte sampling and the
- * tuned probabilities p (seed ss, ss + 1). Returns -1 on setup failure.
+ * Replay workload w's trace (seed ts) through the table for p (trained
+ * on the classes a) and through per-byte sampling at the same expected
+ * sample count on w (seeds ss + 1, ss). Returns -1 on setup failure.
  */
-static int compare(const ap_tune_class *w, const double *p, uint64_t ts,
-		   uint64_t ss, trace *t, struct run *rb, struct run *rt)
+static int compare(const ap_tune_class *a, const ap_tune_class *w,
+		   const double *p, uint64_t ts, uint64_t ss, trace *t,
+		   struct run *rb, struct run *rt)
 {
 	design db, dt;
-	design_perbyte(w, &db);
-	if (make_trace(w, t, ts) != 0 || design_tuned(p, &dt) != 0 ||
-	    run_design(t, w, &db, ss, rb) != 0 ||
+	ap_tune_var v;
+	design_table(a, p, &dt);
+	ap_tune_variance(w, TW_CLASSES, dt.p, &v);
+	design_perbyte(w, v.samples, &db);
+	printf("  table: base rate %llu, per-byte at the same samples: rate %llu\n",
+	       (unsigned long long)dt.rate, (unsigned long long)db.rate);
+	if (make_trace(w, t, ts) != 0 || run_design(t, w, &db, ss, rb) != 0 ||
 	    run_design(t, w, &dt, ss + 1, rt) != 0)
 		return -1;
 	return 0;
@@ -265,9 +294,10 @@ AP_TEST(tuned_design_on_its_training_workload)
 	struct run rb, rt;
 	tw_build(a, 8, 3, TOTAL, TW_LOGISTIC);
 	build_tuned(a, p, &budget);
-	AP_CHECK(compare(a, p, 11, 21, &t, &rb, &rt) == 0);
-	printf("  budget %.1f; realised samples per-byte %.1f, tuned %.1f\n",
-	       budget, rb.samples, rt.samples);
+	AP_CHECK(compare(a, a, p, 11, 21, &t, &rb, &rt) == 0);
+	printf("  budget %.1f\n", budget);
+	AP_CHECK(check_samples("per-byte", &rb));
+	AP_CHECK(check_samples("tuned", &rt));
 	AP_CHECK(check_mean("per-byte alloc", &rb.a, t.t_alloc, rb.va));
 	AP_CHECK(check_mean("per-byte in-use", &rb.i, t.t_inuse, rb.vi));
 	AP_CHECK(check_mean("tuned alloc", &rt.a, t.t_alloc, rt.va));
@@ -292,11 +322,23 @@ AP_TEST(tuned_on_one_workload_tested_on_another)
 	tw_build(a, 8, 3, TOTAL, TW_LOGISTIC);
 	build_tuned(a, p, &budget);
 	tw_build(b, 10, 4, TOTAL, TW_FALLING);
-	AP_CHECK(compare(b, p, 12, 31, &t, &rb, &rt) == 0);
-	printf("  workload B: realised samples per-byte %.1f, tuned %.1f; "
-	       "predicted variance tuned/per-byte alloc %.3f in-use %.3f\n",
-	       rb.samples, rt.samples, rt.va / rb.va, rt.vi / rb.vi);
-	AP_CHECK(rt.va <= 4 * rb.va && rt.vi <= 4 * rb.vi);
+	AP_CHECK(compare(a, b, p, 12, 31, &t, &rb, &rt) == 0);
+	printf("  workload B: predicted variance tuned/per-byte alloc %.3f "
+	       "in-use %.3f\n", rt.va / rb.va, rt.vi / rb.vi);
+	AP_CHECK(check_samples("B per-byte", &rb));
+	AP_CHECK(check_samples("B tuned", &rt));
+	/* The floor's bound holds against per-byte at RATE on any workload. */
+	{
+		double pr[TW_CLASSES];
+		ap_tune_var vr, vt;
+		design dt;
+		ap_tune_perbyte(b, TW_CLASSES, RATE, pr);
+		ap_tune_variance(b, TW_CLASSES, pr, &vr);
+		design_table(a, p, &dt);
+		ap_tune_variance(b, TW_CLASSES, dt.p, &vt);
+		AP_CHECK(vt.alloc <= 4 * vr.alloc && vt.inuse <= 4 * vr.inuse &&
+			 vt.objects <= 4 * vr.objects);
+	}
 	AP_CHECK(check_mean("B tuned alloc", &rt.a, t.t_alloc, rt.va));
 	AP_CHECK(check_mean("B tuned in-use", &rt.i, t.t_inuse, rt.vi));
 	AP_CHECK(check_ratio("B in-use", &rb.i, &rt.i, rb.vi / rt.vi));

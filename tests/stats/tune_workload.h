@@ -45,7 +45,7 @@ static inline double tw_survival_of(tw_survival law, double l2)
 	return 0;
 }
 
-/* Fill cls[TW_CLASSES] (p_min = 0). */
+/* Fill cls[TW_CLASSES] (p_min = 0, no ceiling). */
 static inline void tw_build(ap_tune_class *cls, double mu, double sd,
 			    double total, tw_survival law)
 {
@@ -61,6 +61,7 @@ static inline void tw_build(ap_tune_class *cls, double mu, double sd,
 		cls[i].allocs = round(cls[i].allocs / sum * total);
 		cls[i].live = round(tw_survival_of(law, l2) * cls[i].allocs);
 		cls[i].p_min = 0;
+		cls[i].p_max = 0;
 	}
 }
 

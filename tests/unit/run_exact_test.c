@@ -440,6 +440,34 @@ AP_TEST(rate1_reports_true_bytes_and_objects_per_site_in_both_views)
 	AP_CHECK(sites_match(&e, "glibc"));
 }
 
+AP_TEST(sample_table_thinning_keeps_rate1_exactness)
+{
+	/* A sample table with base rate 1: sizes below 2 MiB at rate 1
+	 * (every allocation, exact) and from 2 MiB at rate 64, which the
+	 * slow path realises by thinning (keep the first byte with 1/64,
+	 * else search the rest at rate 64). For the 10 MiB blocks p = 1 -
+	 * (63/64)^(10 MiB) is 1 in double precision, so their weight is 1
+	 * and the whole profile must still be exact to the byte. */
+	static const char table[] = "allocprof-sample-table 1\nbase 1\n"
+				    "class 1 1\nclass 2097152 64\n";
+	char path[] = "/tmp/ap_table.XXXXXX", opts[128];
+	int fd = mkstemp(path);
+	AP_CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	ssize_t w = write(fd, table, sizeof table - 1);
+	close(fd);
+	AP_CHECK(w == (ssize_t)(sizeof table - 1));
+	snprintf(opts, sizeof opts, "sample_table=%s,seed=6", path);
+	struct expect e;
+	struct run_result r;
+	run_and_tally(opts, NULL, NULL, NULL, &e, &r, true);
+	unlink(path);
+	AP_CHECK(run_ok(&r, 1));
+	AP_CHECK_EQ_INT(r.period, 1);
+	AP_CHECK(sites_match(&e, "glibc"));
+}
+
 AP_TEST(rate1_heap_profile_has_go_sample_types_and_period_type)
 {
 	char dir[] = "/tmp/ap_run_exact.XXXXXX";

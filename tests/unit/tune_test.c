@@ -129,8 +129,8 @@ AP_TEST(kkt_holds_with_memory_constraint_binding)
 AP_TEST(clipping_at_one_and_at_the_floor)
 {
 	/* One huge class takes p = 1; a tiny one sits on its floor. */
-	ap_tune_class c[3] = {{1 << 24, 10, 0, 0}, {64, 1e6, 0, 0.01},
-			      {1024, 1e5, 0, 0}};
+	ap_tune_class c[3] = {{1 << 24, 10, 0, 0, 0}, {64, 1e6, 0, 0.01, 0},
+			      {1024, 1e5, 0, 0, 0}};
 	ap_tune_weights w = {1, 0, 0};
 	double p[3], lam, mu;
 	char why[160];
@@ -243,7 +243,7 @@ AP_TEST(virtual_size_realises_p)
 
 AP_TEST(bad_input_is_refused)
 {
-	ap_tune_class c[2] = {{64, 10, 2, 0}, {128, 5, 1, 0}};
+	ap_tune_class c[2] = {{64, 10, 2, 0, 0}, {128, 5, 1, 0, 0}};
 	ap_tune_weights w = {1, 0, 0}, w0 = {0, 0, 0};
 	double p[2];
 	AP_CHECK_EQ_INT(ap_tune_solve(NULL, 2, &w, 3, 0, p, NULL, NULL), AP_EINVAL);
@@ -310,4 +310,58 @@ AP_TEST(worked_example_numbers)
 	AP_CHECK_NEAR(i, 3.4461, 1e-3, 0);
 	example(10, 4, TW_LINEAR, &a, &i, &cf);
 	AP_CHECK_NEAR(a, 1.0945, 1e-3, 0);
+}
+
+AP_TEST(ceilings_clip_and_keep_the_budget)
+{
+	/* The huge class wants p = 1; a ceiling of 0.5 (a sample table's base
+	 * rate) holds it there and the budget goes to the others: stationarity
+	 * for the free classes, the ceiling binding with A/p^2 above the
+	 * price, and the budget spent exactly. */
+	ap_tune_class c[3] = {{1 << 24, 10, 0, 0, 0.5}, {64, 1e6, 0, 1e-4, 0},
+			      {1024, 1e5, 0, 0, 0}};
+	ap_tune_weights w = {1, 0, 0};
+	double p[3], lam;
+	AP_CHECK(ap_tune_solve(c, 3, &w, 2000, 0, p, &lam, NULL) == 0);
+	AP_CHECK(p[0] == 0.5);
+	double k = 0;
+	for (int i = 0; i < 3; i++)
+		k += c[i].allocs * p[i];
+	AP_CHECK(fabs(k - 2000) <= 1e-6 * 2000);
+	for (int i = 1; i < 3; i++) {
+		double a = ap_tune_coef(&c[i], &w);
+		AP_CHECK(fabs(a / (p[i] * p[i]) / (lam * c[i].allocs) - 1) <= 1e-7);
+	}
+	AP_CHECK(ap_tune_coef(&c[0], &w) / 0.25 > lam * c[0].allocs);
+	c[1].p_max = 5e-5; /* below the floor */
+	AP_CHECK(ap_tune_solve(c, 3, &w, 2000, 0, p, NULL, NULL) == AP_EINVAL);
+}
+
+AP_TEST(class_rates_invert_the_per_byte_probability)
+{
+	double sizes[] = {1, 100, 1e6}, ps[] = {1e-6, 0.01, 0.5, 0.999};
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++) {
+			double r = ap_tune_class_rate(ps[j], sizes[i]);
+			double back = -expm1(sizes[i] * log1p(-1 / r));
+			AP_CHECK_MSG(fabs(back / ps[j] - 1) <= 1e-9, "Z %g p %g: R %g gives %g",
+				     sizes[i], ps[j], r, back);
+		}
+	AP_CHECK(ap_tune_class_rate(1, 10) == 1);
+	AP_CHECK(isinf(ap_tune_class_rate(0, 10)));
+	AP_CHECK(isnan(ap_tune_class_rate(1.5, 10)));
+	/* Table rates: the nearest power-of-two multiple of the base in log
+	 * scale, never below the base. R = 100 / 0.01 ~ 9950 -> 8192 (log2
+	 * ratio 1.28 from 4096 rounds to 1 over 4096); 3 * 4096 -> 16384
+	 * (log2 3 = 1.58 rounds up); anything at or below the base -> base. */
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.01, 0, 100, 4096), 8192);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(-expm1(100 * log1p(-1.0 / 12288)), 0, 100,
+					   4096), 16384);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.9, 0, 100, 4096), 4096);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0, 0, 100, 4096), (uint64_t)1 << 52);
+	AP_CHECK_EQ_U64(ap_tune_table_rate(0.5, 0, 100, 0), 0);
+	/* The floor wins over rounding: 3 * 4096 would round up to 16384,
+	 * whose probability is below a floor at rate 12288's. */
+	double p3 = -expm1(100 * log1p(-1.0 / 12288));
+	AP_CHECK_EQ_U64(ap_tune_table_rate(p3, p3, 100, 4096), 8192);
 }
