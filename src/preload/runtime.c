@@ -41,6 +41,7 @@
 #include "dump.h"
 #include "http_runtime.h"
 #include "procs.h"
+#include "push.h"
 #include "unwinder.h"
 
 runtime rt;
@@ -598,6 +599,7 @@ __attribute__((destructor)) static void rt_destructor(void)
 	dumper_stop();
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
+	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */
 	rt_leave(m);
 }
 

@@ -208,5 +208,8 @@ void dumper_atfork_child(void);
 bool dumper_dump_for_signal(unsigned timeout_ms);
 /* Write a profile now; path NULL = next name from the pattern. */
 int dumper_dump_now(const char *path);
+/* The same, marked with what asked for it (NULL: nothing to mark); with
+ * file false the profile is only handed to push= (push.h), not written. */
+int dumper_dump_marked(const char *path, const char *trigger, bool file);
 
 #endif
