@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aptest.h"
 #include "config_extra.h"
@@ -115,5 +116,8 @@ AP_TEST(this_process_is_measured)
 	AP_CHECK(ap_memory_get(&m, AP_MEM_ALLOC_ALLOCATED, &alloc) && alloc >= (1 << 20));
 	uint64_t statm;
 	AP_CHECK(procmem_rss(&statm) && statm > 0);
+	uint32_t psi;
+	if (access("/proc/pressure/memory", R_OK) == 0) /* the kernel has PSI */
+		AP_CHECK(procmem_psi(&psi) && psi <= 10000);
 	free(p);
 }
