@@ -10,18 +10,6 @@ static uint64_t rss_limit;  /* bytes; 0 = off */
 static uint64_t next_check; /* monotonic ns; 0 = not scheduled yet */
 static bool rss_armed = true, psi_armed = true;
 
-bool memtrig_step(uint64_t v, uint64_t limit, bool *armed)
-{
-	if (*armed && v >= limit) {
-		*armed = false;
-		return true;
-	}
-	/* v < limit * MEMTRIG_REARM_PCT / 100, without overflow */
-	if (!*armed && v / MEMTRIG_REARM_PCT < limit / 100)
-		*armed = true;
-	return false;
-}
-
 void memtrig_configure(void)
 {
 	const rt_limit *l = &rt.opt.rss_limit;

@@ -37,6 +37,8 @@
 #define PUSH_ATTEMPTS 3
 #define PUSH_BACKOFF_MS 500
 #define PUSH_EXIT_WAIT_MS 1000
+/* Longest application name (push_name=), NUL included. */
+#define PUSH_NAME_CAP 256
 
 /* At initialisation: check the destination (loopback, format=pprof). */
 void push_configure(void);

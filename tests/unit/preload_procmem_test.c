@@ -1,12 +1,11 @@
 /*
  * preload_procmem_test.c: the parsers behind the runtime's memory readings
  * (procmem.h), the rss_limit state machine (memtrig.h), the push request
- * (push.h) and the rss_limit=/push= option parsers (config_extra.h); and
- * one real reading of this process.
+ * (push.h) and the rss_limit=/push= option parsers (config_extra.h).
+ * These link without the runtime's state (preload_procmem_read_test.c
+ * reads this process for real).
  */
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "aptest.h"
 #include "config_extra.h"
@@ -101,23 +100,4 @@ AP_TEST(push_request_head)
 	AP_CHECK_EQ_INT(push_parse_status("HTTP/1.1 204 No Content\r\n", 25), 204);
 	AP_CHECK_EQ_INT(push_parse_status("HTTP/1.1 2x4", 12), -1);
 	AP_CHECK_EQ_INT(push_parse_status("HTTP/1.1", 8), -1);
-}
-
-AP_TEST(this_process_is_measured)
-{
-	void *p = malloc(1 << 20);
-	memset(p, 1, 1 << 20);
-	ap_memory m;
-	procmem_read(&m);
-	uint64_t rss, anon, alloc;
-	AP_CHECK(ap_memory_get(&m, AP_MEM_RSS, &rss) && rss > (1 << 20));
-	AP_CHECK(ap_memory_get(&m, AP_MEM_ANON, &anon) && anon <= rss);
-	AP_CHECK(strcmp(m.allocator, "glibc") == 0);
-	AP_CHECK(ap_memory_get(&m, AP_MEM_ALLOC_ALLOCATED, &alloc) && alloc >= (1 << 20));
-	uint64_t statm;
-	AP_CHECK(procmem_rss(&statm) && statm > 0);
-	uint32_t psi;
-	if (access("/proc/pressure/memory", R_OK) == 0) /* the kernel has PSI */
-		AP_CHECK(procmem_psi(&psi) && psi <= 10000);
-	free(p);
 }
