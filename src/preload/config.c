@@ -174,8 +174,9 @@ static const ap_option_spec specs[] = {
 	{ "push", AP_OPT_CUSTOM, OFF(push), 0, 0, NULL, 0, rt_parse_push_url,
 	  "POST each profile to http://ADDR[:PORT][/PATH] (Pyroscope /ingest "
 	  "form; plain http, loopback unless push_public=1); off" },
-	{ "push_interval", AP_OPT_DURATION, OFF(push_interval_ns), 0, 0, NULL, 0,
-	  NULL, "also push a profile (not written to disk) this often; 0 = never" },
+	{ "push_interval", AP_OPT_CUSTOM, OFF(push_interval_ns), 0, 0, NULL, 0,
+	  parse_interval, "also push a profile (not written to disk) this often "
+	  "(at least 1ms); 0 = never" },
 	{ "push_public", AP_OPT_BOOL, OFF(push_public), 0, 0, NULL, 0, NULL,
 	  "allow push= to an address other than loopback (sends heap contents)" },
 	{ "push_name", AP_OPT_STRING, OFF(push_name), 0, 0, NULL, 128, NULL,

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,7 +32,8 @@ static pthread_cond_t cond;   /* a job is pending, or the state changed */
 static push_job pending;
 static bool busy;             /* the thread is sending a job */
 static long started_pid;
-static uint64_t failures;     /* consecutive failed profiles (thread only) */
+/* Consecutive failed profiles: written by the sending thread, read at exit. */
+static _Atomic uint64_t failures;
 
 static uint64_t now_ns(clockid_t c)
 {
@@ -223,13 +225,13 @@ static void deliver(const push_job *j)
 			break; /* delivered, or refused for good */
 	}
 	if (status >= 200 && status < 300) {
-		if (failures)
+		uint64_t n = atomic_exchange(&failures, 0);
+		if (n)
 			rt_log("push: delivered again after %llu failed profiles",
-			       (unsigned long long)failures);
-		failures = 0;
+			       (unsigned long long)n);
 		return;
 	}
-	if (failures++ == 0) {
+	if (atomic_fetch_add(&failures, 1) == 0) {
 		if (status < 0)
 			rt_log("push: could not deliver a profile (no answer within "
 			       "the timeouts, %d attempts); further failures are "
@@ -309,9 +311,11 @@ void push_at_exit(void)
 	struct timespec ts = { (time_t)(deadline / 1000000000ULL),
 			       (long)(deadline % 1000000000ULL) };
 	pthread_mutex_lock(&lock);
-	if (started_pid != rt.pid) {
+	if (started_pid != rt.pid || atomic_load(&failures)) {
+		/* no thread here to send it, or the receiver has been failing:
+		 * waiting would only delay the exit */
 		pthread_mutex_unlock(&lock);
-		return; /* no thread here to send it */
+		return;
 	}
 	while ((pending.buf || busy) &&
 	       pthread_cond_timedwait(&cond, &lock, &ts) != ETIMEDOUT)

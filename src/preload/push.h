@@ -17,7 +17,8 @@
  * in all, after PUSH_BACKOFF_MS and twice that, then the profile is
  * dropped; a 4xx answer is not retried. One line on stderr at the first
  * failure, one when pushing works again. At exit the program waits at most
- * PUSH_EXIT_WAIT_MS for the last profile to go out.
+ * PUSH_EXIT_WAIT_MS for the last profile to go out, and not at all when
+ * the last delivery failed.
  *
  * Plain http only; loopback destinations unless push_public=1 (profiles
  * show heap addresses and symbol names, and plain http shows them to the

@@ -63,29 +63,30 @@ timed base "dump_at_exit=1"
 base=$ms
 
 # Bound: no push work runs in the program's threads, and at exit the
-# program waits for the last profile at most PUSH_EXIT_WAIT_MS (1 s). So
-# a run may take at most 1 s longer than the baseline, plus 2 s for the
-# load of a shared machine. Were the sending in the program's threads, the
-# slow receiver alone would cost 3 attempts x 2 s per profile.
-bound=$((base + 3000))
-
+# program waits for its last profile at most PUSH_EXIT_WAIT_MS (1 s). So a
+# run may take 1 s longer than the baseline, plus the load of a shared
+# machine: another baseline and 3 s. Were the sending done in the
+# program's threads, each of the ~17 profiles of a 1.7 s run at
+# push_interval=100ms would cost 3 attempts (1.5 s of backoff alone, 6 s
+# against a receiver that never answers): 25 s or more.
+bound=$((2 * base + 4000))
 # --- a receiver that never answers
 start_receiver slow "$TMP/slow"
-timed slow "push=http://127.0.0.1:$port,push_interval=300ms"
+timed slow "push=http://127.0.0.1:$port,push_interval=100ms"
 [ "$ms" -le "$bound" ] || fail "slow receiver: $ms ms, baseline $base ms"
 [ "$(grep -vc '^allocprof: push: could not deliver' "$TMP/slow.err")" = 0 ] ||
 	fail "slow: stderr: $(head -3 "$TMP/slow.err")"
 
 # --- a receiver that answers 500
 start_receiver error "$TMP/error"
-timed error "push=http://127.0.0.1:$port,push_interval=300ms"
+timed error "push=http://127.0.0.1:$port,push_interval=100ms"
 [ "$ms" -le "$bound" ] || fail "erroring receiver: $ms ms, baseline $base ms"
 grep -q "push: the receiver answered 500" "$TMP/error.err" || fail "error: no line about the 500"
 [ "$(wc -l <"$TMP/error.err")" = 1 ] || fail "error: more than one line: $(cat "$TMP/error.err")"
 
 # --- nobody listening: a port just freed
 down=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-timed down "push=http://127.0.0.1:$down,push_interval=300ms"
+timed down "push=http://127.0.0.1:$down,push_interval=100ms"
 [ "$ms" -le "$bound" ] || fail "no receiver: $ms ms, baseline $base ms"
 [ "$(grep -vc '^allocprof: push: could not deliver' "$TMP/down.err")" = 0 ] ||
 	fail "down: stderr: $(head -3 "$TMP/down.err")"
