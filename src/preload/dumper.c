@@ -45,6 +45,18 @@ static atomic_bool stop_req, signal_req, bytes_req, peak_req;
 /* A terminating signal's request (procs.c) and the dumper's answer. */
 static atomic_bool term_req, term_done;
 static _Atomic uint64_t next_bytes_mark;
+/* Set while the dumper writes the profile of a terminating signal: the
+ * interrupted thread may hold the allocator's locks (the signal landed in
+ * malloc), so that profile goes without the allocator's statistics rather
+ * than wait on them until the handler gives up. */
+static atomic_bool for_signal;
+/* At exit: the exiting thread had signals blocked (dumper_exit_mask). */
+static bool exit_in_handler;
+
+void dumper_exit_mask(uint64_t old_mask)
+{
+	exit_in_handler = old_mask != 0;
+}
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool needed(void)
@@ -150,8 +162,11 @@ static void *dumper_main(void *arg)
 			dump = true;
 		}
 		const char *trigger = memtrig_check(now);
-		if (dump || trigger)
+		if (dump || trigger) {
+			atomic_store(&for_signal, term);
 			dumper_dump_marked(NULL, trigger, true);
+			atomic_store(&for_signal, false);
+		}
 		if (push_due(now))
 			dumper_dump_marked(NULL, NULL, false);
 		if (term)
@@ -259,7 +274,8 @@ int dumper_dump_marked(const char *path, const char *trigger, bool file)
 	if (!procs_check_pid())
 		return AP_EUNSUPPORTED; /* vfork child: the parent's memory */
 	ap_memory mem;
-	procmem_read(&mem); /* before the lock: it waits on the allocator's */
+	/* before the lock: it waits on the allocator's */
+	procmem_read(&mem, !atomic_load(&for_signal) && !exit_in_handler);
 	pthread_mutex_lock(&rt.dump_lock);
 	bool named = !path && file;
 	if (!path && file) {

@@ -241,7 +241,7 @@ static void add_memory(mset *m)
 #undef ALLOC_HELP
 	};
 	ap_memory pm;
-	procmem_read(&pm);
+	procmem_read(&pm, true);
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		uint64_t v;
 		if (ap_memory_get(&pm, rows[i].k, &v))

@@ -325,7 +325,7 @@ static void read_runtime(ap_memory *m)
 	arena_unlock(&rt.a);
 }
 
-void procmem_read(ap_memory *m)
+void procmem_read(ap_memory *m, bool with_allocator)
 {
 	memset(m, 0, sizeof *m);
 	struct timespec ts;
@@ -334,7 +334,8 @@ void procmem_read(ap_memory *m)
 		      (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
 	/* The allocator first: its figures move with the program's, and the
 	 * kernel's reading should not predate them. */
-	read_allocator(m);
+	if (with_allocator)
+		read_allocator(m);
 	read_runtime(m);
 	read_kernel(m);
 }

@@ -20,8 +20,10 @@
 #include "allocprof/memory.h"
 
 /* Everything measurable now into *m (fields that cannot be measured stay
- * unset). Guard set, no runtime lock held. */
-void procmem_read(ap_memory *m);
+ * unset); the allocator's statistics only when with_allocator (a thread
+ * the program interrupted may hold the allocator's locks: see dumper.c).
+ * Guard set, no runtime lock held. */
+void procmem_read(ap_memory *m, bool with_allocator);
 
 /* Resident set size from /proc/self/statm (one small read). */
 bool procmem_rss(uint64_t *bytes);

@@ -597,6 +597,7 @@ __attribute__((destructor)) static void rt_destructor(void)
 	}
 	http_runtime_stop();
 	dumper_stop();
+	dumper_exit_mask(m);
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
 	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */

@@ -16,7 +16,7 @@ AP_TEST(this_process_is_measured)
 	void *p = malloc(1 << 20);
 	memset(p, 1, 1 << 20);
 	ap_memory m;
-	procmem_read(&m);
+	procmem_read(&m, true);
 	uint64_t rss, anon, alloc;
 	AP_CHECK(ap_memory_get(&m, AP_MEM_RSS, &rss) && rss > (1 << 20));
 	AP_CHECK(ap_memory_get(&m, AP_MEM_ANON, &anon) && anon <= rss);
