@@ -22,7 +22,8 @@ static void report_usage(FILE *f)
 	fputs("usage: allocprof report [--alloc|--inuse] [--by function|line|stack]\n"
 	      "                        [--top N] [--level L] [--requested|--usable]\n"
 	      "                        [--focus REGEX] [--ignore REGEX] [--size MIN:MAX]\n"
-	      "                        [--sizes] [--json] [--no-symbolize] [--skip REGEX]\n"
+	      "                        [--sizes] [--memory] [--json] [--no-symbolize]\n"
+	      "                        [--skip REGEX]"
 	      "                        [--no-skip] [--full-names] PROFILE...\n"
 	      "\n"
 	      "Top allocation sites of heap profiles (gzip'd pprof; several are merged\n"
@@ -43,6 +44,8 @@ static void report_usage(FILE *f)
 	      "  --size MIN:MAX        only allocations of MIN..MAX bytes (either may be\n"
 	      "                        empty: 4096: means 4096 and up)\n"
 	      "  --sizes               also show the size and lifetime distributions\n"
+	      "  --memory              also explain the process's resident memory, from\n"
+	      "                        the live heap to RSS (one profile; docs/MEMORY.md)\n"
 	      "  --json                one JSON object (see docs/REPORTS.md)\n"
 	      "  --no-symbolize        show addresses; do not read the binaries\n"
 	      VC_FRAME_HELP
@@ -87,7 +90,7 @@ static int parse_size_range(const char *s, hv_options *o)
 static int parse(int argc, char **argv, report_options *r)
 {
 	enum { O_ALLOC = VC_OPT_END, O_INUSE, O_BY, O_TOP, O_LEVEL, O_REQ, O_USABLE,
-	       O_FOCUS, O_IGNORE, O_SIZE, O_SIZES, O_JSON, O_NOSYM };
+	       O_FOCUS, O_IGNORE, O_SIZE, O_SIZES, O_JSON, O_NOSYM, O_MEMORY };
 	static const struct option opts[] = {
 		{"alloc", no_argument, NULL, O_ALLOC},
 		{"inuse", no_argument, NULL, O_INUSE},
@@ -100,6 +103,7 @@ static int parse(int argc, char **argv, report_options *r)
 		{"ignore", required_argument, NULL, O_IGNORE},
 		{"size", required_argument, NULL, O_SIZE},
 		{"sizes", no_argument, NULL, O_SIZES},
+		{"memory", no_argument, NULL, O_MEMORY},
 		{"json", no_argument, NULL, O_JSON},
 		{"no-symbolize", no_argument, NULL, O_NOSYM},
 		{"help", no_argument, NULL, 'h'},
@@ -118,6 +122,7 @@ static int parse(int argc, char **argv, report_options *r)
 		case O_FOCUS: r->hv.focus = optarg; break;
 		case O_IGNORE: r->hv.ignore = optarg; break;
 		case O_SIZES: r->sizes = true; break;
+		case O_MEMORY: r->memory = true; break;
 		case O_JSON: r->json = true; break;
 		case O_NOSYM: r->hv.symbolize = false; break;
 		case 'h': report_usage(stdout); return AP_EXIT_OK;
@@ -167,6 +172,10 @@ static int parse(int argc, char **argv, report_options *r)
 	}
 	if (optind >= argc) {
 		ap_cli_error("no profile given (try --help)");
+		return AP_EXIT_USAGE;
+	}
+	if (r->memory && argc - optind != 1) {
+		ap_cli_error("--memory explains one process: give one profile");
 		return AP_EXIT_USAGE;
 	}
 	return -1;

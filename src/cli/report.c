@@ -14,6 +14,7 @@
 
 #include "allocprof/hist.h"
 #include "cli_util.h"
+#include "memview.h"
 #include "profload.h"
 #include "profmerge.h"
 
@@ -276,7 +277,7 @@ size_t report_json_hists(json_writer *w, const ap_profile *p)
 }
 
 static void print_json(FILE *out, const hv_view *v, const report_options *r,
-		       const ap_profile *p)
+		       const ap_profile *p, const memview *mv)
 {
 	const hv_options *o = hv_view_options(v);
 	const hv_stat *t = hv_total(v);
@@ -327,6 +328,10 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 		show_sizes(out, p, &w);
 		json_end_object(&w);
 	}
+	if (mv) {
+		json_key(&w, "memory");
+		memview_json(&w, &mv->mem, mv->trigger, &mv->heap);
+	}
 	json_end_object(&w);
 	fputc('\n', out);
 }
@@ -351,12 +356,21 @@ int report_write(const char *const *paths, size_t n, const report_options *r,
 			       ? AP_EXIT_USAGE
 			       : AP_EXIT_INPUT;
 	}
+	memview mv;
+	if (r->memory && (rc = memview_prepare(p, &r->hv, &mv, why, sizeof why))) {
+		hv_destroy(v);
+		ap_profile_destroy(p);
+		ap_cli_seterr(err, errlen, "%s: %s", paths[0], why);
+		return rc;
+	}
 	if (r->json) {
-		print_json(out, v, r, p);
+		print_json(out, v, r, p, r->memory ? &mv : NULL);
 	} else {
 		print_table(out, v, r);
 		if (r->sizes)
 			show_sizes(out, p, NULL);
+		if (r->memory)
+			memview_print(out, &mv.mem, mv.trigger, &mv.heap, mv.level);
 	}
 	hv_destroy(v);
 	ap_profile_destroy(p);

@@ -21,6 +21,7 @@ typedef struct report_options {
 	uint64_t top;    /* sites shown; 0 = all */
 	bool json;       /* one JSON object instead of the table */
 	bool sizes;      /* add the size and lifetime distributions */
+	bool memory;     /* add the memory waterfall (memview.h) */
 } report_options;
 
 /* Defaults: hv_options_default, top 20, table, no distributions. */

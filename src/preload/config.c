@@ -170,6 +170,21 @@ static const ap_option_spec specs[] = {
 	  RT_PATH_CAP, NULL,
 	  "per-size-class rates from this file (allocprof tune -o); its base "
 	  "rate replaces rate=" },
+	{ "rss_limit", AP_OPT_CUSTOM, OFF(rss_limit), 0, 0, NULL, 0, rt_parse_limit,
+	  "dump once when resident memory crosses this (bytes, or N% of the "
+	  "cgroup's limit); checked every 100ms; 0 = off" },
+	{ "psi_limit", AP_OPT_U64, OFF(psi_limit), 0, 100, NULL, 0, NULL,
+	  "dump once when memory pressure (PSI some avg10, %) reaches this; 0 = off" },
+	{ "push", AP_OPT_CUSTOM, OFF(push), 0, 0, NULL, 0, rt_parse_push_url,
+	  "POST each profile to http://ADDR[:PORT][/PATH] (Pyroscope /ingest "
+	  "form; plain http, loopback unless push_public=1); off" },
+	{ "push_interval", AP_OPT_CUSTOM, OFF(push_interval_ns), 0, 0, NULL, 0,
+	  parse_interval, "also push a profile (not written to disk) this often "
+	  "(at least 1ms); 0 = never" },
+	{ "push_public", AP_OPT_BOOL, OFF(push_public), 0, 0, NULL, 0, NULL,
+	  "allow push= to an address other than loopback (sends heap contents)" },
+	{ "push_name", AP_OPT_STRING, OFF(push_name), 0, 0, NULL, 128, NULL,
+	  "application name pushed profiles carry (default allocprof.PROGRAM)" },
 	{ "help", AP_OPT_BOOL, OFF(help), 0, 0, NULL, 0, NULL,
 	  "print this list of options on stderr" },
 };

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "allocprof/options.h"
+#include "config_extra.h"
 #include "http.h"
 
 #define RT_PATH_CAP 1024
@@ -56,6 +57,13 @@ typedef struct rt_options {
 	bool http_public;       /* allow http= on a non-loopback address */
 	char http_portfile[RT_PATH_CAP]; /* where to write the bound ADDR:PORT */
 	char sample_table[RT_PATH_CAP]; /* per-class rates (allocprof tune -o) */
+	rt_limit rss_limit;     /* dump when RSS crosses it (memtrig.h) */
+	uint64_t psi_limit;     /* dump when memory "some avg10" reaches this
+				   percentage; 0 = off */
+	rt_push_url push;       /* POST each dump there (push.h) */
+	uint64_t push_interval_ns; /* also a pushed-only profile this often */
+	bool push_public;       /* allow push= to a non-loopback address */
+	char push_name[128];    /* Pyroscope application name; "" = allocprof.PROG */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

@@ -32,6 +32,7 @@
 #include "allocprof/codec.h"
 #include "allocprof/estimate.h"
 #include "allocprof/heapv2.h"
+#include "allocprof/memory.h"
 #include "config.h"
 #include "log.h"
 #include "unwinder.h"
@@ -420,6 +421,20 @@ static int add_warning_comment(ap_profile *p, arena *a, const char *warning)
 	return rc;
 }
 
+/* The process's memory and the trigger as extensions (memory.h). */
+static int add_memory_ext(ap_profile *p, const dump_input *in)
+{
+	char text[2048];
+	size_t len = 0;
+	int rc = 0;
+	if (in->memory && ap_memory_encode(in->memory, text, sizeof text, &len) == 0)
+		rc = ap_profile_ext_add(p, AP_EXT_MEMORY, text, len);
+	if (rc == 0 && in->trigger)
+		rc = ap_profile_ext_add(p, AP_EXT_TRIGGER, in->trigger,
+					strlen(in->trigger));
+	return rc;
+}
+
 static uint64_t realtime_now(void)
 {
 	struct timespec ts;
@@ -487,6 +502,8 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_hist(p, in->a, "lifetime_ns", in->table->hist_lifetime);
 	if (rc == 0 && in->warning)
 		rc = add_warning_comment(p, in->a, in->warning);
+	if (rc == 0)
+		rc = add_memory_ext(p, in);
 	arena_free(in->a, maps.v);
 	if (rc != 0) {
 		ap_profile_destroy(p);
@@ -650,10 +667,13 @@ static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	int rc = ap_pprof_encode(p, true, al, &buf, &len);
-	if (rc == 0)
+	if (rc == 0 && !in->no_file)
 		rc = dump_write_atomic(path, buf, len);
-	else
+	else if (rc != 0)
 		rt_log("cannot encode profile %s: %s", path, ap_strerror(rc));
+	if (rc == 0 && in->on_written)
+		in->on_written(buf, len, in->start_realtime_ns,
+			       (uint64_t)p->time_nanos);
 	if (buf)
 		al->free(al->ctx, buf, len);
 	return rc;

@@ -35,6 +35,15 @@ typedef struct dump_input {
 	bool with_mappings;         /* false in tests that want no mappings */
 	const char *warning;        /* NULL, or a comment "allocprof.warning=..."
 				       (detect.h: the runtime saw nothing) */
+	const struct ap_memory *memory; /* NULL, or the process's memory
+					   (extension AP_EXT_MEMORY) */
+	const char *trigger;        /* NULL, or what asked for this dump
+				       (extension AP_EXT_TRIGGER) */
+	bool no_file;               /* encode and call on_written only */
+	/* NULL, or called with the encoded pprof body once it is written
+	 * (push.h); in the dumping thread, dump lock held. */
+	void (*on_written)(const void *body, size_t len, uint64_t start_ns,
+			   uint64_t end_ns);
 } dump_input;
 
 /*

@@ -31,7 +31,10 @@
 
 #include "dump.h"
 #include "detect.h"
+#include "memtrig.h"
+#include "procmem.h"
 #include "procs.h"
+#include "push.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -42,12 +45,25 @@ static atomic_bool stop_req, signal_req, bytes_req, peak_req;
 /* A terminating signal's request (procs.c) and the dumper's answer. */
 static atomic_bool term_req, term_done;
 static _Atomic uint64_t next_bytes_mark;
+/* Set while the dumper writes the profile of a terminating signal: the
+ * interrupted thread may hold the allocator's locks (the signal landed in
+ * malloc), so that profile goes without the allocator's statistics rather
+ * than wait on them until the handler gives up. */
+static atomic_bool for_signal;
+/* At exit: the exiting thread had signals blocked (dumper_exit_mask). */
+static bool exit_in_handler;
+
+void dumper_exit_mask(uint64_t old_mask)
+{
+	exit_in_handler = old_mask != 0;
+}
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
-	       rt.opt.peak || procs_signal_dumps_armed();
+	       rt.opt.peak || procs_signal_dumps_armed() || memtrig_enabled() ||
+	       push_enabled();
 }
 
 static void on_signal(int sig)
@@ -63,6 +79,8 @@ void dumper_configure(void)
 {
 	sem_init(&wake, 0, 0);
 	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
+	memtrig_configure();
+	push_configure();
 	if (rt.opt.signal) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
@@ -107,6 +125,7 @@ static void *dumper_main(void *arg)
 {
 	(void)arg;
 	rt_tls.guard = 1; /* for the thread's whole life */
+	push_start(); /* inherits this thread's signal mask: all blocked */
 	uint64_t interval = rt.opt.interval_ns;
 	uint64_t next_interval = interval ? mono_ns() + interval : 0;
 	uint64_t last_peak = 0;
@@ -118,6 +137,10 @@ static void *dumper_main(void *arg)
 			if (!deadline || t < deadline)
 				deadline = t ? t : 1;
 		}
+		uint64_t more[2] = { memtrig_next(), push_next() };
+		for (int i = 0; i < 2; i++)
+			if (more[i] && (!deadline || more[i] < deadline))
+				deadline = more[i];
 		wait_until(deadline);
 		if (atomic_load(&stop_req))
 			break;
@@ -138,8 +161,14 @@ static void *dumper_main(void *arg)
 			last_peak = now;
 			dump = true;
 		}
-		if (dump)
-			dumper_dump_now(NULL);
+		const char *trigger = memtrig_check(now);
+		if (dump || trigger) {
+			atomic_store(&for_signal, term);
+			dumper_dump_marked(NULL, trigger, true);
+			atomic_store(&for_signal, false);
+		}
+		if (push_due(now))
+			dumper_dump_marked(NULL, NULL, false);
 		if (term)
 			atomic_store(&term_done, true);
 	}
@@ -192,6 +221,8 @@ void dumper_atfork_child(void)
 	sem_destroy(&wake);
 	sem_init(&wake, 0, 0);
 	atomic_store(&stop_req, false);
+	memtrig_atfork_child();
+	push_atfork_child();
 }
 
 void dumper_after_sample(const table_totals *after)
@@ -234,12 +265,20 @@ bool dumper_dump_for_signal(unsigned timeout_ms)
 
 int dumper_dump_now(const char *path)
 {
+	return dumper_dump_marked(path, NULL, true);
+}
+
+int dumper_dump_marked(const char *path, const char *trigger, bool file)
+{
 	char name[RT_PATH_CAP];
 	if (!procs_check_pid())
 		return AP_EUNSUPPORTED; /* vfork child: the parent's memory */
+	ap_memory mem;
+	/* before the lock: it waits on the allocator's */
+	procmem_read(&mem, !atomic_load(&for_signal) && !exit_in_handler);
 	pthread_mutex_lock(&rt.dump_lock);
-	bool named = !path;
-	if (!path) {
+	bool named = !path && file;
+	if (!path && file) {
 		int rc = procs_file_name(rt.pattern, rt.dump_seq, name, sizeof name);
 		if (rc != 0) {
 			pthread_mutex_unlock(&rt.dump_lock);
@@ -261,13 +300,17 @@ int dumper_dump_now(const char *path)
 			  .format = rt.opt.format,
 			  .start_realtime_ns = rt.start_realtime_ns,
 			  .with_mappings = true,
-			  .warning = detect_warning() };
-	int rc = dump_write_file(&in, path);
+			  .warning = detect_warning(),
+			  .memory = &mem,
+			  .trigger = trigger,
+			  .no_file = !file,
+			  .on_written = push_enabled() ? push_enqueue : NULL };
+	int rc = dump_write_file(&in, path ? path : "(push)");
 	arena_destroy(&scratch);
 	if (rc == 0 && named)
 		procs_file_written(path);
 	pthread_mutex_unlock(&rt.dump_lock);
-	if (rc == 0 && rt.opt.verbose)
-		rt_log("wrote %s", path);
+	if (rc == 0 && rt.opt.verbose && file)
+		rt_log("wrote %s%s%s", path, trigger ? " for " : "", trigger ? trigger : "");
 	return rc;
 }

@@ -26,11 +26,12 @@
 
 #include "allocprof/estimate.h"
 #include "allocprof/hist.h"
+#include "procmem.h"
 
 enum { M_COUNTER = 0, M_GAUGE = 1, M_HISTOGRAM = 4 }; /* MetricType values */
 
 #define MAX_FAMILIES 32
-#define MAX_SAMPLES 4
+#define MAX_SAMPLES 8
 #define SIZE_NAME "allocprof_allocation_size_bytes"
 #define SIZE_HELP                                                          \
 	"Requested sizes of allocations (estimated: sampled allocations "  \
@@ -211,6 +212,44 @@ static void add_cost(mset *m, const metrics_input *in, const table_totals *tot)
 	    (double)c->http_busy_ns / 1e9);
 }
 
+/* The process's memory (procmem.h; docs/MEMORY.md): what was measured. */
+static void add_memory(mset *m)
+{
+	static const struct {
+		const char *name, *help, *kind;
+		ap_memory_key k;
+	} rows[] = {
+#define PROC_HELP "Resident memory of the process, by kind (kernel's view)."
+#define ALLOC_HELP "The allocator's own statistics (mallinfo2, mallctl, MallocExtension)."
+		{ "allocprof_process_memory_bytes", PROC_HELP, "rss", AP_MEM_RSS },
+		{ "allocprof_process_memory_bytes", PROC_HELP, "anon", AP_MEM_ANON },
+		{ "allocprof_process_memory_bytes", PROC_HELP, "file", AP_MEM_FILE },
+		{ "allocprof_process_memory_bytes", PROC_HELP, "shmem", AP_MEM_SHMEM },
+		{ "allocprof_process_memory_bytes", PROC_HELP, "swap", AP_MEM_SWAP },
+		{ "allocprof_cgroup_memory_usage_bytes", "Memory charged to the process's cgroup.",
+		  NULL, AP_MEM_CGROUP_USAGE },
+		{ "allocprof_cgroup_memory_limit_bytes", "The cgroup's memory limit (absent: none).",
+		  NULL, AP_MEM_CGROUP_LIMIT },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "allocated", AP_MEM_ALLOC_ALLOCATED },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "active", AP_MEM_ALLOC_ACTIVE },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "mapped", AP_MEM_ALLOC_MAPPED },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "resident", AP_MEM_ALLOC_RESIDENT },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "retained", AP_MEM_ALLOC_RETAINED },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "metadata", AP_MEM_ALLOC_METADATA },
+		{ "allocprof_allocator_bytes", ALLOC_HELP, "free", AP_MEM_ALLOC_FREE },
+#undef PROC_HELP
+#undef ALLOC_HELP
+	};
+	ap_memory pm;
+	procmem_read(&pm, true);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		uint64_t v;
+		if (ap_memory_get(&pm, rows[i].k, &v))
+			add(m, rows[i].name, rows[i].help, M_GAUGE,
+			    rows[i].kind ? "kind" : NULL, rows[i].kind, (double)v);
+	}
+}
+
 static int collect(const metrics_input *in, mset *m)
 {
 	memset(m, 0, sizeof *m);
@@ -241,6 +280,7 @@ static int collect(const metrics_input *in, mset *m)
 	add_view(m, &va, rate, rate_max, true);
 	add_view(m, &vu, rate, rate_max, false);
 	add_cost(m, in, &tot);
+	add_memory(m);
 	return ap_hist_snapshot(in->table->hist_size, arena_allocator(in->a),
 				&m->sizes);
 }

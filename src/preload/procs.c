@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <linux/kcmp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -275,21 +276,31 @@ static void clean_stale(const char *pattern)
 	for (const char *q = base; (q = strchr(q, '%')) && q[1]; q += 2)
 		suf = q + 2;
 	size_t sufn = strlen(suf);
-	DIR *d = opendir(dir);
-	if (!d)
+	/* getdents64 into a stack buffer: opendir would malloc, and this runs
+	 * in the exit dump, maybe from a handler that interrupted malloc. */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		const char *tmp = strstr(e->d_name, ".tmp.");
-		long pid;
-		if (!tmp || strncmp(e->d_name, base, pre) != 0 ||
-		    (size_t)(tmp - e->d_name) < pre + sufn ||
-		    memcmp(tmp - sufn, suf, sufn) != 0 || !pid_dot_seq(tmp + 5, &pid))
-			continue;
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			unlinkat(dirfd(d), e->d_name, 0);
+	union {
+		char b[4096];
+		struct dirent64 align;
+	} buf;
+	long n;
+	while ((n = syscall(SYS_getdents64, fd, buf.b, sizeof buf.b)) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(void *)(buf.b + off);
+			off += e->d_reclen;
+			const char *tmp = strstr(e->d_name, ".tmp.");
+			long pid;
+			if (!tmp || strncmp(e->d_name, base, pre) != 0 ||
+			    (size_t)(tmp - e->d_name) < pre + sufn ||
+			    memcmp(tmp - sufn, suf, sufn) != 0 || !pid_dot_seq(tmp + 5, &pid))
+				continue;
+			if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+				unlinkat(fd, e->d_name, 0);
+		}
 	}
-	closedir(d);
+	close(fd);
 }
 
 int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)

@@ -42,6 +42,7 @@
 #include "http_runtime.h"
 #include "procs.h"
 #include "sample_table_rt.h"
+#include "push.h"
 #include "unwinder.h"
 
 runtime rt;
@@ -610,8 +611,10 @@ __attribute__((destructor)) static void rt_destructor(void)
 	}
 	http_runtime_stop();
 	dumper_stop();
+	dumper_exit_mask(m);
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
+	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */
 	rt_leave(m);
 }
 

@@ -206,7 +206,15 @@ void dumper_atfork_child(void);
  * profile and wait for it at most timeout_ms. False when no dumper thread
  * runs in this process or the wait ran out. */
 bool dumper_dump_for_signal(unsigned timeout_ms);
+/* At exit, before the last dump: the signal mask the exiting thread had
+ * (rt_enter's). A blocked signal says exit() may have been called from a
+ * handler, perhaps one that interrupted malloc: the exit profile then goes
+ * without the allocator's statistics (whose locks that malloc may hold). */
+void dumper_exit_mask(uint64_t old_mask);
 /* Write a profile now; path NULL = next name from the pattern. */
 int dumper_dump_now(const char *path);
+/* The same, marked with what asked for it (NULL: nothing to mark); with
+ * file false the profile is only handed to push= (push.h), not written. */
+int dumper_dump_marked(const char *path, const char *trigger, bool file);
 
 #endif
