@@ -31,7 +31,8 @@ typedef enum { RT_FORMAT_PPROF = 0, RT_FORMAT_HEAPV2 = 1 } rt_format;
 typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
 
 typedef struct rt_options {
-	uint64_t rate;          /* mean sampling interval R, bytes */
+	uint64_t rate;          /* mean sampling interval R, bytes; 0 =
+				   rate=off, dormant until started (control.h) */
 	char output[RT_PATH_CAP]; /* pattern; "" = default for the format */
 	uint64_t seed;          /* 0 = random */
 	bool dump_at_exit;
@@ -55,6 +56,7 @@ typedef struct rt_options {
 	http_listen http;       /* HTTP endpoint (http.h); off by default */
 	bool http_public;       /* allow http= on a non-loopback address */
 	char http_portfile[RT_PATH_CAP]; /* where to write the bound ADDR:PORT */
+	int start_on;           /* start sampling on this signal; 0 = none */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

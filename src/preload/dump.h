@@ -34,6 +34,9 @@ typedef struct dump_input {
 	bool with_mappings;         /* false in tests that want no mappings */
 	const char *warning;        /* NULL, or a comment "allocprof.warning=..."
 				       (detect.h: the runtime saw nothing) */
+	const char *attach;         /* NULL, or "allocprof.attach=HEAP SOURCE":
+				       the allocator's heap when the runtime
+				       attached (attach.h) */
 } dump_input;
 
 /*

@@ -32,6 +32,8 @@
 #include "dump.h"
 #include "detect.h"
 #include "procs.h"
+#include "attach.h"
+#include "control.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -47,7 +49,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
-	       rt.opt.peak || procs_signal_dumps_armed();
+	       rt.opt.peak || procs_signal_dumps_armed() || control_needs_dumper();
 }
 
 static void on_signal(int sig)
@@ -59,20 +61,24 @@ static void on_signal(int sig)
 	errno = e;
 }
 
+void dumper_install_handler(int sig, void (*fn)(int), const char *what)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fn;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL) != 0)
+		rt_log("cannot install the handler for %s signal %d: %s", what, sig,
+		       strerror(errno));
+}
+
 void dumper_configure(void)
 {
 	sem_init(&wake, 0, 0);
 	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
-	if (rt.opt.signal) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = on_signal;
-		sa.sa_flags = SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(rt.opt.signal, &sa, NULL) != 0)
-			rt_log("cannot install the handler for signal %d: %s",
-			       rt.opt.signal, strerror(errno));
-	}
+	if (rt.opt.signal)
+		dumper_install_handler(rt.opt.signal, on_signal, "the dump");
 }
 
 static uint64_t mono_ns(void)
@@ -121,6 +127,7 @@ static void *dumper_main(void *arg)
 		wait_until(deadline);
 		if (atomic_load(&stop_req))
 			break;
+		control_poll();
 		uint64_t now = mono_ns();
 		bool term = atomic_exchange(&term_req, false);
 		bool dump = atomic_exchange(&signal_req, false) || term;
@@ -182,6 +189,11 @@ void dumper_stop(void)
 		running = false;
 	}
 	pthread_mutex_unlock(&start_lock);
+}
+
+void dumper_wake(void)
+{
+	sem_post(&wake);
 }
 
 void dumper_atfork_child(void)
@@ -261,7 +273,8 @@ int dumper_dump_now(const char *path)
 			  .format = rt.opt.format,
 			  .start_realtime_ns = rt.start_realtime_ns,
 			  .with_mappings = true,
-			  .warning = detect_warning() };
+			  .warning = detect_warning(),
+			  .attach = attach_note() };
 	int rc = dump_write_file(&in, path);
 	arena_destroy(&scratch);
 	if (rc == 0 && named)
