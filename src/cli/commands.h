@@ -20,6 +20,8 @@ AP_CMD(folded);
 AP_CMD(convert);
 AP_CMD(hist);
 AP_CMD(ci);
+AP_CMD(attach);
+AP_CMD(detach);
 #undef AP_CMD
 
 #endif

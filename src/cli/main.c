@@ -23,6 +23,8 @@ static const struct command commands[] = {
 	{"convert", ap_cmd_convert, "convert between pprof, heap_v2, folded, json"},
 	{"hist", ap_cmd_hist, "log-linear histogram of numbers on stdin"},
 	{"ci", ap_cmd_ci, "confidence interval for sampled bytes"},
+	{"attach", ap_cmd_attach, "profile a running process (ptrace)"},
+	{"detach", ap_cmd_detach, "end an attach: final profile, sampling off"},
 };
 
 static void usage(FILE *out)
