@@ -23,9 +23,11 @@
 #include "attach.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocprof/runtime.h"
 #include "control.h"
@@ -78,9 +80,73 @@ static void repatch(void)
 	(void)gotpatch_all(hooks, nhooks, self_base, alloc_base);
 }
 
+/*
+ * glibc's dlopen looks a bare name up in the DT_RUNPATH (or DT_RPATH) of
+ * the object that called it, found by its return address: through the
+ * hook that would be the runtime, which has none. So the hook looks in the
+ * real caller's first ($ORIGIN expanded) and passes the full name of a
+ * file found there; otherwise the name as given.
+ */
+static const char *caller_search_path(const void *caller, struct link_map **out)
+{
+	struct link_map *lm = NULL;
+	Dl_info di;
+	if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_ld)
+		return NULL;
+	uintptr_t strtab = 0, runpath = 0, rpath = 0;
+	for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_STRTAB)
+			strtab = (uintptr_t)d->d_un.d_ptr;
+		else if (d->d_tag == DT_RUNPATH)
+			runpath = (uintptr_t)d->d_un.d_val + 1;
+		else if (d->d_tag == DT_RPATH)
+			rpath = (uintptr_t)d->d_un.d_val + 1;
+	}
+	if (!strtab || (!runpath && !rpath))
+		return NULL;
+	if (strtab < lm->l_addr)
+		strtab += lm->l_addr;
+	*out = lm;
+	return (const char *)strtab + (runpath ? runpath : rpath) - 1;
+}
+
+static void *dlopen_for(const void *caller, const char *file, int mode)
+{
+	struct link_map *lm;
+	const char *path = file && !strchr(file, '/') ? caller_search_path(caller, &lm) : NULL;
+	if (!path)
+		return real_dlopen(file, mode);
+	char origin[RT_PATH_CAP], cand[RT_PATH_CAP];
+	if (lm->l_name && lm->l_name[0]) {
+		snprintf(origin, sizeof origin, "%s", lm->l_name);
+	} else {
+		ssize_t n = readlink("/proc/self/exe", origin, sizeof origin - 1);
+		origin[n > 0 ? n : 0] = 0;
+	}
+	char *slash = strrchr(origin, '/');
+	if (slash)
+		*slash = 0;
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, ":");
+		const char *rest = p;
+		size_t rn = n;
+		bool o = false;
+		if (n >= 7 && !strncmp(p, "$ORIGIN", 7))
+			o = true, rest = p + 7, rn = n - 7;
+		else if (n >= 9 && !strncmp(p, "${ORIGIN}", 9))
+			o = true, rest = p + 9, rn = n - 9;
+		int k = snprintf(cand, sizeof cand, "%s%.*s/%s", o ? origin : "", (int)rn,
+				 rest, file);
+		if (k > 0 && (size_t)k < sizeof cand && access(cand, F_OK) == 0)
+			return real_dlopen(cand, mode);
+		p += n + (p[n] == ':');
+	}
+	return real_dlopen(file, mode);
+}
+
 static void *hook_dlopen(const char *file, int mode)
 {
-	void *h = real_dlopen(file, mode);
+	void *h = dlopen_for(__builtin_return_address(0), file, mode);
 	if (h && !(mode & RTLD_NOLOAD))
 		repatch();
 	return h;
