@@ -36,6 +36,14 @@ out=$(bounded 30 env LD_PRELOAD="$LIB" \
 [ "$out" = "after 37 28749" ] || fail "signal run printed '$out'"
 check_after "$TMP/sig.pb.gz"
 
+# 1b. the same with the allocations in a second thread, whose counter was
+# parked while dormant and must be re-armed by the start.
+out=$(bounded 30 env LD_PRELOAD="$LIB" \
+	ALLOCPROF_OPTIONS="rate=1,start_on=SIGUSR2,output=$TMP/thr.pb.gz" \
+	"$PROG" thread) || fail "thread run: exit $?"
+[ "$out" = "after 37 28749" ] || fail "thread run printed '$out'"
+check_after "$TMP/thr.pb.gz"
+
 # 2. rate=off, never started: no profile at exit, same output as alone.
 st=0
 bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=off,output=$TMP/never.pb.gz" \

@@ -7,6 +7,8 @@
  *   MODE wait      let someone else start sampling (an HTTP POST)
  *   MODE waitstop  as wait, then after printing, wait until sampling is
  *                  off again and make AFTER_N more in after_stop()
+ *   MODE thread    as signal, but a second thread makes the allocations
+ *                  (its counter parked while dormant must be re-armed)
  * Then: wait (at most WAIT_MS, default 20000) until ap_runtime_get_totals
  * reports a rate other than 0, make AFTER_N allocations of AFTER_SIZE bytes
  * in after_start(), print "after N BYTES" and exit 0. Before that,
@@ -15,12 +17,14 @@
  * on; 4: the runtime is not there.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* The runtime's API (include/allocprof/runtime.h), weak: NULL unpreloaded. */
@@ -70,6 +74,37 @@ static int wait_on(int on)
 	return -1;
 }
 
+static atomic_int worker_state; /* 1: before_start done; 2: finished */
+static int worker_rc;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	before_start();
+	atomic_store(&worker_state, 1);
+	worker_rc = wait_on(1) == 0 ? 0 : 3;
+	if (worker_rc == 0)
+		after_start();
+	atomic_store(&worker_state, 2);
+	return NULL;
+}
+
+/* The thread mode: the worker allocates, this thread sends the signal. */
+static int thread_mode(void)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, worker, NULL) != 0)
+		return 2;
+	struct timespec ms = { 0, 1000000 };
+	while (atomic_load(&worker_state) == 0)
+		nanosleep(&ms, NULL);
+	raise(SIGUSR2);
+	pthread_join(t, NULL);
+	if (worker_rc == 0)
+		printf("after %d %d\n", AFTER_N, AFTER_N * AFTER_SIZE);
+	return worker_rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -78,6 +113,8 @@ int main(int argc, char **argv)
 		return 4;
 	if (argc > 2)
 		wait_ms = atol(argv[2]);
+	if (strcmp(argv[1], "thread") == 0)
+		return thread_mode();
 	before_start();
 	ap_runtime_totals t;
 	if (ap_runtime_get_totals(&t) != 0 || t.rate != 0 || t.samples != 0) {
