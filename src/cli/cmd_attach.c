@@ -253,7 +253,7 @@ static bool wait_window(const struct attach_opts *o)
 	struct timespec tick = { 0, 50000000 };
 	uint64_t waited = 0;
 	while (!interrupted && (!o->duration_ns || waited < o->duration_ns)) {
-		if (kill(o->pid, 0) != 0)
+		if (!inject_alive(o->pid))
 			return false;
 		nanosleep(&tick, NULL);
 		waited += 50000000;

@@ -182,6 +182,20 @@ int inject_open(pid_t pid, const char *runtime_name, inject_proc *p, char *err,
 	return rc;
 }
 
+bool inject_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X' && p[2] != 0;
+}
+
 #if INJECT_SUPPORTED
 
 static int wait_stop(pid_t tid, int *status, uint64_t timeout_ms)

@@ -77,6 +77,9 @@ typedef struct inject_arg {
 int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
 		uint64_t *ret, uint64_t *stopped_ns, char *err, size_t errlen);
 
+/* Is pid still running (not gone, not a zombie)? */
+bool inject_alive(pid_t pid);
+
 /* Read a NUL-terminated string at addr in the target into out. */
 int inject_read_string(pid_t pid, uintptr_t addr, char *out, size_t cap);
 
