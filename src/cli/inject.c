@@ -312,8 +312,8 @@ static int stop_safe(const inject_proc *p, pid_t *tid, struct user_regs_struct *
 				if (errno == EPERM) {
 					snprintf(err, errlen, "ptrace of process %d not "
 						 "permitted (%s)", (int)p->pid,
-						 "Yama ptrace_scope, missing CAP_SYS_PTRACE, or "
-						 "another user's process");
+						 "Yama ptrace_scope, missing CAP_SYS_PTRACE, "
+						 "another user's process, or traced already");
 					return EXIT_REFUSED;
 				}
 				continue; /* the thread just exited */
