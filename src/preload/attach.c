@@ -4,7 +4,7 @@
  *
  * The command makes one of the program's threads call dlopen on this
  * library, then ap_runtime_attach(options). The constructor did nothing
- * (the program's malloc is not ours: attach_loaded_late), so here the
+ * (the library is not in the global scope: attach_loaded_late), so here the
  * runtime initialises with the options given instead of ALLOCPROF_OPTIONS,
  * finds the allocator underneath through the program's own symbol lookup
  * (RTLD_DEFAULT: the definition the program's GOTs were bound to; RTLD_NEXT
@@ -69,10 +69,14 @@ static uintptr_t object_base(const void *p)
 	return p && dladdr(p, &di) ? (uintptr_t)di.dli_fbase : 0;
 }
 
+/* Preloaded, the runtime is in the program's global scope (the main
+ * handle's search list), first or not (LD_PRELOAD="jemalloc runtime"
+ * must still get detect.c's warning); dlopen'ed RTLD_LOCAL by the attach,
+ * it is not. The main handle is never closed (nothing to release). */
 bool attach_loaded_late(void)
 {
-	void *m = dlsym(RTLD_DEFAULT, "malloc");
-	return object_base(m) != object_base((const void *)attach_loaded_late);
+	void *main_handle = dlopen(NULL, RTLD_NOW);
+	return !main_handle || !dlsym(main_handle, "ap_runtime_attach");
 }
 
 static void repatch(void)

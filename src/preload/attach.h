@@ -8,8 +8,8 @@
 #include <stdbool.h>
 
 /* In the constructor: was this library loaded after the program started
- * (dlopen, the attach), so that the program's malloc is not ours? Then the
- * constructor leaves everything to ap_runtime_attach. */
+ * (dlopen'ed by the attach, not in the program's global scope)? Then the
+ * constructors leave everything to ap_runtime_attach. */
 bool attach_loaded_late(void);
 /* The profile comment after "allocprof.attach=": "HEAP_BYTES SOURCE", the
  * allocator's heap when the runtime attached; NULL when not attached. */
