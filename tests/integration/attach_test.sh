@@ -6,7 +6,8 @@
 # attach/detach cycles on the same process; output and exit status equal
 # to a run never attached; over jemalloc and tcmalloc when installed; and
 # each refusal (no such process, preloaded, statically linked, another
-# user's process) is one line, non-zero, with the target still running.
+# user's process) is one line, non-zero, with the target still running;
+# an attach ended by SIGINT detaches; a target exiting while attached.
 # (AP_TEST_PRELOAD: needs the runtime; skipped in sanitizer builds.)
 set -euo pipefail
 . "$(dirname "$0")/preload_smoke_test.sh"
@@ -149,6 +150,19 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	finish other "$pid"
 	[ "$st" = 0 ] || fail "other user's target: exit $st"
 fi
+# Attached until interrupted: SIGINT (Ctrl-C) to the command detaches and
+# writes the profile; the target runs on and ends as usual.
+start intr
+p=$pid
+"$CLI" attach -r 65536 -o "$TMP/intr.%n.pb.gz" "$p" 2>"$TMP/intr.attach" &
+apid=$!
+sleep 1
+kill -INT "$apid"
+wait "$apid" || fail "interrupted attach: exit $?: $(cat "$TMP/intr.attach")"
+grep -q "detached from $p" "$TMP/intr.attach" || fail "interrupted: $(cat "$TMP/intr.attach")"
+"$CLI" report "$TMP/intr.0.pb.gz" >/dev/null || fail "interrupted attach: no profile"
+finish intr "$p"
+[ "$st" = 0 ] || fail "interrupted attach: target exit $st"
 # A process that exits while attached: the command says so and succeeds.
 start gone
 p=$pid
