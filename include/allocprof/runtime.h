@@ -17,6 +17,7 @@
 #ifndef ALLOCPROF_RUNTIME_H
 #define ALLOCPROF_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "allocprof/common.h"
@@ -62,6 +63,19 @@ AP_RUNTIME_API int ap_runtime_dump(const char *path);
 
 /* Fill *out with the current estimates. 0, AP_EINVAL, AP_EUNSUPPORTED. */
 AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out);
+
+/*
+ * For `allocprof attach` (docs/ATTACH.md), which calls them inside the
+ * program it attaches to; a program has no reason to. ap_runtime_attach
+ * starts the runtime in a program it was not preloaded into (options as in
+ * ALLOCPROF_OPTIONS) and redirects the program's allocator calls to it, or
+ * turns sampling on again after a detach. ap_runtime_detach writes the
+ * final profile (its name into path, cap bytes) and turns sampling off.
+ * 0, or AP_EUNSUPPORTED (preloaded, already attached / not attached),
+ * AP_ENOTFOUND, AP_EIO.
+ */
+AP_RUNTIME_API int ap_runtime_attach(const char *options);
+AP_RUNTIME_API int ap_runtime_detach(char *path, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@ AP_CMD(ci);
 AP_CMD(leaks);
 AP_CMD(timeline);
 AP_CMD(tune);
+AP_CMD(attach);
+AP_CMD(detach);
 #undef AP_CMD
 
 #endif

@@ -26,6 +26,8 @@ static const struct command commands[] = {
 	{"leaks", ap_cmd_leaks, "sites whose live bytes keep growing (FDR)"},
 	{"timeline", ap_cmd_timeline, "live bytes over time by site (SVG)"},
 	{"tune", ap_cmd_tune, "per-size-class sampling rates from training profiles"},
+	{"attach", ap_cmd_attach, "profile a running process (ptrace)"},
+	{"detach", ap_cmd_detach, "end an attach: final profile, sampling off"},
 };
 
 static void usage(FILE *out)

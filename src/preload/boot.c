@@ -231,7 +231,7 @@ static bool same_object(void *a, void *b)
 
 #define RESOLVE(field, name)                                                \
 	do {                                                                \
-		void *f_ = dlsym(RTLD_NEXT, name);                          \
+		void *f_ = dlsym(RT_NEXT_HANDLE, name);                          \
 		if (f_)                                                     \
 			memcpy(&r.field, &f_, sizeof f_);                   \
 	} while (0)

@@ -86,6 +86,22 @@ static int parse_interval(const char *v, size_t n, void *dst, char *err, size_t 
 	return 0;
 }
 
+/* rate=: bytes as AP_OPT_SIZE, or off (dormant until started, control.h). */
+static int parse_rate(const char *v, size_t n, void *dst, char *err, size_t errlen)
+{
+	uint64_t r;
+	if (n == 3 && memcmp(v, "off", 3) == 0) {
+		*(uint64_t *)dst = 0;
+		return 0;
+	}
+	if (ap_options_parse_size(v, n, &r) != 0 || r < 1 || r > AP_SAMPLER_RATE_MAX) {
+		snprintf(err, errlen, "a size from 1 to 2^52 bytes (K/M/G suffixes), or off");
+		return AP_EINVAL;
+	}
+	*(uint64_t *)dst = r;
+	return 0;
+}
+
 /* dump_on=: terminating signals joined by '+' (',' separates options). */
 static const struct {
 	const char *name;
@@ -124,8 +140,9 @@ static int parse_dump_on(const char *v, size_t n, void *dst, char *err, size_t e
 #define OFF(f) offsetof(rt_options, f)
 
 static const ap_option_spec specs[] = {
-	{ "rate", AP_OPT_SIZE, OFF(rate), 1, AP_SAMPLER_RATE_MAX, NULL, 0, NULL,
-	  "mean bytes between samples (1 = record every allocation)" },
+	{ "rate", AP_OPT_CUSTOM, OFF(rate), 0, 0, NULL, 0, parse_rate,
+	  "mean bytes between samples (1 = record every allocation); off = "
+	  "dormant until start_on, HTTP or allocprof attach starts it" },
 	{ "output", AP_OPT_STRING, OFF(output), 0, 0, NULL, RT_PATH_CAP, NULL,
 	  "file name pattern: %p pid, %t time, %n sequence, %% percent" },
 	{ "seed", AP_OPT_U64, OFF(seed), 0, 0, NULL, 0, NULL,
@@ -185,6 +202,8 @@ static const ap_option_spec specs[] = {
 	  "allow push= to an address other than loopback (sends heap contents)" },
 	{ "push_name", AP_OPT_STRING, OFF(push_name), 0, 0, NULL, 128, NULL,
 	  "application name pushed profiles carry (default allocprof.PROGRAM)" },
+	{ "start_on", AP_OPT_CUSTOM, OFF(start_on), 0, 0, NULL, 0, parse_signal,
+	  "dormant until this signal arrives (e.g. SIGUSR2), then sample at rate=" },
 	{ "help", AP_OPT_BOOL, OFF(help), 0, 0, NULL, 0, NULL,
 	  "print this list of options on stderr" },
 };

@@ -32,7 +32,8 @@ typedef enum { RT_FORMAT_PPROF = 0, RT_FORMAT_HEAPV2 = 1 } rt_format;
 typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
 
 typedef struct rt_options {
-	uint64_t rate;          /* mean sampling interval R, bytes */
+	uint64_t rate;          /* mean sampling interval R, bytes; 0 =
+				   rate=off, dormant until started (control.h) */
 	char output[RT_PATH_CAP]; /* pattern; "" = default for the format */
 	uint64_t seed;          /* 0 = random */
 	bool dump_at_exit;
@@ -64,6 +65,7 @@ typedef struct rt_options {
 	uint64_t push_interval_ns; /* also a pushed-only profile this often */
 	bool push_public;       /* allow push= to a non-loopback address */
 	char push_name[128];    /* Pyroscope application name; "" = allocprof.PROG */
+	int start_on;           /* start sampling on this signal; 0 = none */
 } rt_options;
 
 /* Defaults: rate 524288, pprof, dump at exit, depth 64, fork=follow. */

@@ -408,14 +408,15 @@ static int add_hist(ap_profile *p, arena *a, const char *name, const ap_hist *h)
 	return rc;
 }
 
-static int add_warning_comment(ap_profile *p, arena *a, const char *warning)
+/* A comment "KEY=VALUE" (allocprof.warning=, allocprof.attach=). */
+static int add_keyed_comment(ap_profile *p, arena *a, const char *key,
+			     const char *value)
 {
-	static const char key[] = "allocprof.warning=";
-	size_t n = sizeof key + strlen(warning);
+	size_t n = strlen(key) + strlen(value) + 2;
 	char *text = arena_alloc(a, n);
 	if (!text)
 		return AP_ENOMEM;
-	snprintf(text, n, "%s%s", key, warning);
+	snprintf(text, n, "%s=%s", key, value);
 	int rc = ap_profile_add_comment(p, text);
 	arena_free(a, text);
 	return rc;
@@ -501,9 +502,11 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	if (rc == 0)
 		rc = add_hist(p, in->a, "lifetime_ns", in->table->hist_lifetime);
 	if (rc == 0 && in->warning)
-		rc = add_warning_comment(p, in->a, in->warning);
+		rc = add_keyed_comment(p, in->a, "allocprof.warning", in->warning);
 	if (rc == 0)
 		rc = add_memory_ext(p, in);
+	if (rc == 0 && in->attach)
+		rc = add_keyed_comment(p, in->a, "allocprof.attach", in->attach);
 	arena_free(in->a, maps.v);
 	if (rc != 0) {
 		ap_profile_destroy(p);

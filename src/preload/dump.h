@@ -44,6 +44,9 @@ typedef struct dump_input {
 	 * (push.h); in the dumping thread, dump lock held. */
 	void (*on_written)(const void *body, size_t len, uint64_t start_ns,
 			   uint64_t end_ns);
+	const char *attach;         /* NULL, or "allocprof.attach=HEAP SOURCE":
+				       the allocator's heap when the runtime
+				       attached (attach.h) */
 } dump_input;
 
 /*

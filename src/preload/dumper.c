@@ -35,6 +35,8 @@
 #include "procmem.h"
 #include "procs.h"
 #include "push.h"
+#include "attach.h"
+#include "control.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -63,7 +65,7 @@ static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
 	       rt.opt.peak || procs_signal_dumps_armed() || memtrig_enabled() ||
-	       push_enabled();
+	       push_enabled() || control_needs_dumper();
 }
 
 static void on_signal(int sig)
@@ -75,22 +77,26 @@ static void on_signal(int sig)
 	errno = e;
 }
 
+void dumper_install_handler(int sig, void (*fn)(int), const char *what)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fn;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL) != 0)
+		rt_log("cannot install the handler for %s signal %d: %s", what, sig,
+		       strerror(errno));
+}
+
 void dumper_configure(void)
 {
 	sem_init(&wake, 0, 0);
 	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
 	memtrig_configure();
 	push_configure();
-	if (rt.opt.signal) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = on_signal;
-		sa.sa_flags = SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(rt.opt.signal, &sa, NULL) != 0)
-			rt_log("cannot install the handler for signal %d: %s",
-			       rt.opt.signal, strerror(errno));
-	}
+	if (rt.opt.signal)
+		dumper_install_handler(rt.opt.signal, on_signal, "the dump");
 }
 
 static uint64_t mono_ns(void)
@@ -144,6 +150,7 @@ static void *dumper_main(void *arg)
 		wait_until(deadline);
 		if (atomic_load(&stop_req))
 			break;
+		control_poll();
 		uint64_t now = mono_ns();
 		bool term = atomic_exchange(&term_req, false);
 		bool dump = atomic_exchange(&signal_req, false) || term;
@@ -211,6 +218,11 @@ void dumper_stop(void)
 		running = false;
 	}
 	pthread_mutex_unlock(&start_lock);
+}
+
+void dumper_wake(void)
+{
+	sem_post(&wake);
 }
 
 void dumper_atfork_child(void)
@@ -304,7 +316,8 @@ int dumper_dump_marked(const char *path, const char *trigger, bool file)
 			  .memory = &mem,
 			  .trigger = trigger,
 			  .no_file = !file,
-			  .on_written = push_enabled() ? push_enqueue : NULL };
+			  .on_written = push_enabled() ? push_enqueue : NULL,
+			  .attach = attach_note() };
 	int rc = dump_write_file(&in, path ? path : "(push)");
 	arena_destroy(&scratch);
 	if (rc == 0 && named)

@@ -131,7 +131,8 @@ static void conn_close(http_server *s, conn *c);
 static void conn_write(http_server *s, conn *c);
 static void blurt(int fd, int status);
 
-enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_SYMBOL, R_NONE };
+enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_SYMBOL,
+	     R_START, R_STOP, R_NONE };
 
 static enum route route_of(httpreq_str path)
 {
@@ -147,6 +148,10 @@ static enum route route_of(httpreq_str path)
 		return R_METRICS;
 	if (httpreq_str_eq(path, "/debug/pprof/symbol"))
 		return R_SYMBOL;
+	if (httpreq_str_eq(path, "/debug/allocprof/start"))
+		return R_START;
+	if (httpreq_str_eq(path, "/debug/allocprof/stop"))
+		return R_STOP;
 	return R_NONE;
 }
 
@@ -339,6 +344,8 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 {
 	bool head = r->method == HTTPREQ_HEAD;
 	enum route rt = route_of(r->path);
+	if ((rt == R_START || rt == R_STOP) && !s->src.control)
+		rt = R_NONE;
 	if (rt == R_NONE) {
 		respond_text(c, 404, NULL, "not found: try / for the list of endpoints\n",
 			     head);
@@ -346,6 +353,19 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 	}
 	if (rt == R_SYMBOL && (r->method == HTTPREQ_POST || r->method == HTTPREQ_GET || head)) {
 		serve_symbol(c, r);
+		return;
+	}
+	if (rt == R_START || rt == R_STOP) {
+		/* Sampling on/off (control.h): POST only, it changes state. */
+		char msg[160];
+		if (r->method != HTTPREQ_POST) {
+			respond_text(c, 405, "Allow: POST\r\n",
+				     "method not allowed: only POST\n", head);
+			return;
+		}
+		int status = s->src.control(rt == R_START, r->query.p, r->query.n,
+					    msg, sizeof msg);
+		respond_text(c, status, NULL, msg, false);
 		return;
 	}
 	if (r->method != HTTPREQ_GET && !head) {

@@ -84,6 +84,10 @@ typedef struct http_source {
 	void *cost_ctx;
 	/* Optional: run first in the server thread (mark it as internal). */
 	void (*thread_init)(void);
+	/* Optional: POST /debug/allocprof/start?QUERY and /stop (control.h);
+	 * returns the HTTP status, msg the body. NULL: those paths are 404. */
+	int (*control)(bool start, const char *query, size_t qlen, char *msg,
+		       size_t cap);
 } http_source;
 
 typedef struct http_server http_server;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dump.h"
+#include "control.h"
 #include "runtime_core.h"
 
 static http_server *server;
@@ -57,7 +58,8 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 			    .dump_lock = &rt.dump_lock,
 			    .with_mappings = true,
 			    .cost = runtime_cost,
-			    .thread_init = server_thread_init };
+			    .thread_init = server_thread_init,
+			    .control = control_http };
 	char err[256];
 	char where[80];
 	http_listen_format(l, l->port, where, sizeof where);

@@ -93,7 +93,7 @@ static void *cxx_real_alloc(size_t n, size_t al)
 static rt_fn failing(int i)
 {
 	if (!next[i]) { /* maybe dlopen'ed since the family was resolved */
-		void *a = dlsym(RTLD_NEXT, cxx_names[i]);
+		void *a = dlsym(RT_NEXT_HANDLE, cxx_names[i]);
 		memcpy(&next[i], &a, sizeof a);
 	}
 	if (next[i])

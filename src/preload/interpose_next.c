@@ -5,6 +5,8 @@
  */
 #include "interpose_next.h"
 
+#include "attach.h"
+
 #include <dlfcn.h>
 #include <sched.h>
 #include <string.h>
@@ -21,6 +23,10 @@ void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
 {
 	if (atomic_load_explicit(state, memory_order_acquire) == 2)
 		return;
+	/* Loaded by allocprof attach: nothing until ap_runtime_attach (the
+	 * constructors call this; the stubs call it again later). */
+	if (atomic_load(&rt.state) == RT_NEW && attach_loaded_late())
+		return;
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(state, &expect, 1)) {
 		while (atomic_load_explicit(state, memory_order_acquire) != 2)
@@ -31,7 +37,7 @@ void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
 	bool ready = atomic_load(&rt.state) == RT_READY;
 	const void *home = ready ? object_of((rt_fn)rt_real.malloc) : NULL;
 	for (size_t i = 0; i < n; i++) {
-		void *a = dlsym(RTLD_NEXT, syms[i].name);
+		void *a = dlsym(RT_NEXT_HANDLE, syms[i].name);
 		rt_fn f;
 		memcpy(&f, &a, sizeof f);
 		*syms[i].next = f;

@@ -155,8 +155,9 @@ void (*procs_signal(int sig, void (*handler)(int), int flags, bool mask_self))(i
 void procs_init(void)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
-	detect_init();
-	void *f = dlsym(RTLD_NEXT, "sigaction");
+	if (!rt_attached) /* attached: the GOTs are not patched yet */
+		detect_init();
+	void *f = dlsym(RT_NEXT_HANDLE, "sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);
 	if (!rt.opt.dump_at_exit)
@@ -204,7 +205,7 @@ int procs_dlclose(void *handle)
 		rt_leave(m);
 	}
 	if (!real_dlclose) {
-		void *f = dlsym(RTLD_NEXT, "dlclose");
+		void *f = dlsym(RT_NEXT_HANDLE, "dlclose");
 		if (!f)
 			return -1;
 		memcpy(&real_dlclose, &f, sizeof f);

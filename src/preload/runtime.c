@@ -37,7 +37,9 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "attach.h"
 #include "boot.h"
+#include "control.h"
 #include "dump.h"
 #include "http_runtime.h"
 #include "procs.h"
@@ -151,6 +153,7 @@ void rt_adopt_child(void)
 				       (uint64_t)ts.tv_nsec;
 		dumper_atfork_child();
 	}
+	control_atfork_child();
 }
 
 static void fork_child(void)
@@ -188,7 +191,11 @@ static bool do_init(void)
 {
 	reserve_range();
 	rt_options_default(&rt.opt);
-	rt_options_parse(&rt.opt, getenv("ALLOCPROF_OPTIONS"), option_error, NULL);
+	rt_options_parse(&rt.opt, rt_attached ? rt_attach_options
+					      : getenv("ALLOCPROF_OPTIONS"),
+			 option_error, NULL);
+	if (rt_attached)
+		rt.opt.dump_on = 0; /* no handlers put into a running program */
 	if (!rt.opt.range && rt_region.size) {
 		/* range=0: keep the pool's pages (parsing may have used them),
 		 * give the rest back; design 1 serves every sample. */
@@ -243,6 +250,7 @@ static bool do_init(void)
 		snprintf(rt.pattern, sizeof rt.pattern, "%s", rt_output_pattern(&rt.opt));
 	}
 	rt.seed_base = rt.opt.seed;
+	(void)control_init();
 	rt.pid = (long)getpid();
 	rt.start_realtime_ns = realtime_ns();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -293,6 +301,7 @@ static void thread_init(rt_thread *t)
 	else
 		thread_seed(t, idx);
 	t->ready = true;
+	control_thread_added(t);
 }
 
 bool rt_sample_begin(size_t n, ap_sample_info *info)
@@ -325,6 +334,14 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 	if (AP_UNLIKELY(!t->ready)) {
 		thread_init(t);
 		if (!ap_sampler_should_sample(&t->sampler, n)) {
+			rt_leave(m);
+			return false;
+		}
+	} else if (AP_UNLIKELY(t->gen != atomic_load_explicit(&rt_rate_gen,
+							      memory_order_relaxed) ||
+				 !control_on())) {
+		/* Sampling was turned on, off or re-rated (control.h). */
+		if (!control_sync(t) || !ap_sampler_should_sample(&t->sampler, n)) {
 			rt_leave(m);
 			return false;
 		}
@@ -577,6 +594,8 @@ size_t rt_usable_range(void *p)
 
 __attribute__((constructor)) static void rt_constructor(void)
 {
+	if (atomic_load(&rt.state) == RT_NEW && attach_loaded_late())
+		return; /* dlopen'ed (allocprof attach): ap_runtime_attach */
 	rt_ensure_init();
 	if (atomic_load(&rt.state) == RT_READY) {
 		uint64_t m = rt_enter();
@@ -612,8 +631,8 @@ __attribute__((destructor)) static void rt_destructor(void)
 	http_runtime_stop();
 	dumper_stop();
 	dumper_exit_mask(m);
-	if (rt.opt.dump_at_exit)
-		dumper_dump_now(NULL);
+	if (rt.opt.dump_at_exit && control_ever_on() && (!rt_attached || control_on()))
+		dumper_dump_now(NULL); /* nothing to say if never started */
 	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */
 	rt_leave(m);
 }
@@ -662,6 +681,6 @@ AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out)
 	out->inuse_objects = tot.inuse_objects > 0 ? tot.inuse_objects : 0;
 	out->peak_inuse_bytes = tot.peak_inuse_space;
 	out->samples = tot.samples;
-	out->rate = rt.opt.rate;
+	out->rate = control_rate(); /* 0 while sampling is off */
 	return 0;
 }

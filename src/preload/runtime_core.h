@@ -12,6 +12,7 @@
 #ifndef AP_PRELOAD_RUNTIME_CORE_H
 #define AP_PRELOAD_RUNTIME_CORE_H
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +49,11 @@ typedef struct rt_thread {
 	uint64_t sigsave;   /* signal mask from rt_sample_begin to _end */
 	uint64_t forksave;  /* signal mask across the fork handlers */
 	uint64_t idx;       /* 1-based thread number: its seed stream */
+	/* control.h: the sampling state's generation this thread has, and
+	 * its links in the registry of threads with a sampler. */
+	uint32_t gen;
+	bool listed;
+	struct rt_thread *reg_next, *reg_prev;
 } rt_thread;
 
 /*
@@ -121,6 +127,15 @@ extern RT_HIDDEN size_t rt_range_size;
 extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
+/* attach.c: loaded into a running program (allocprof attach), not
+ * preloaded; the options it was given (instead of ALLOCPROF_OPTIONS). */
+extern RT_HIDDEN bool rt_attached;
+extern RT_HIDDEN const char *rt_attach_options;
+/* Where the next definition of a libc symbol is looked up: after this
+ * object when preloaded; the program's own lookup when attached (an object
+ * loaded RTLD_LOCAL finds libc's malloc after itself, even over a
+ * preloaded jemalloc). */
+#define RT_NEXT_HANDLE (rt_attached ? RTLD_DEFAULT : RTLD_NEXT)
 
 /* Enter the runtime on this thread: signals blocked, then the guard set;
  * rt_leave undoes both. Pairs nest (each restores the mask it saved). */
@@ -198,10 +213,15 @@ void rt_adopt_child(void);
 
 /* dumper.c: triggers and the dumper thread. */
 void dumper_configure(void);   /* install the signal handler (init) */
+/* A handler that only raises a flag and wakes the dumper (SA_RESTART);
+ * a failure is one line naming `what`. */
+void dumper_install_handler(int sig, void (*fn)(int), const char *what);
 void dumper_start_if_needed(void);
 void dumper_stop(void);
 void dumper_after_sample(const table_totals *after);
 void dumper_atfork_child(void);
+/* Wake the dumper thread (async-signal-safe; control.c's start_on). */
+void dumper_wake(void);
 /* From a signal handler (async-signal-safe): ask the dumper thread for a
  * profile and wait for it at most timeout_ms. False when no dumper thread
  * runs in this process or the wait ran out. */

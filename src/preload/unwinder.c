@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -282,14 +283,34 @@ int unwind_prepare(unwinder_kind k)
 
 /* Per-thread capture buffer: the sampling path keeps no frame array on the
  * stack (it must fit small stacks). Only the thread's own sampling path
- * uses it, with the runtime's guard set, so nothing re-enters it. */
-static __thread uintptr_t cap_buf[UNWIND_DEPTH_MAX + UNWIND_SELF_MAX];
+ * uses it, with the runtime's guard set, so nothing re-enters it. Mapped
+ * at the thread's first capture and unmapped by unwind_thread_exit, not a
+ * TLS array: 2 KiB of initial-exec TLS would not fit glibc's static TLS
+ * surplus, which `allocprof attach` needs to dlopen the runtime into a
+ * running program (docs/ATTACH.md). */
+#define CAP_BYTES ((UNWIND_DEPTH_MAX + UNWIND_SELF_MAX) * sizeof(uintptr_t))
+static __thread uintptr_t *cap_buf;
+static uintptr_t cap_none[1];
+
+void unwind_thread_exit(void)
+{
+	if (cap_buf)
+		munmap(cap_buf, CAP_BYTES);
+	cap_buf = NULL;
+}
 
 const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 {
 	*depth = 0;
 	if (max > UNWIND_DEPTH_MAX)
 		max = UNWIND_DEPTH_MAX;
+	if (!cap_buf) {
+		void *m = mmap(NULL, CAP_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return cap_none;
+		cap_buf = m;
+	}
 	if (max <= 0)
 		return cap_buf;
 	int want = max + UNWIND_SELF_MAX;

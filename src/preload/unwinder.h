@@ -70,6 +70,8 @@ int unwind_prepare(unwinder_kind k);
  * capture.
  */
 const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
+/* The calling thread is exiting: give its capture buffer back. */
+void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
 

@@ -1,0 +1,22 @@
+/*
+ * elfdyn.h: what `allocprof attach` needs from ELF files on disk (libelf):
+ * a dynamic symbol's address relative to the object's load base, and the
+ * machine a file was built for.
+ */
+#ifndef ALLOCPROF_CLI_ELFDYN_H
+#define ALLOCPROF_CLI_ELFDYN_H
+
+#include <stdint.h>
+
+/*
+ * The address of defined function `name` in path's .dynsym, relative to
+ * where the loader puts the file's first byte (st_value minus the first
+ * PT_LOAD's page-aligned p_vaddr). 0, AP_ENOTFOUND (no such symbol), or
+ * AP_EIO / AP_ECORRUPT (unreadable, not ELF).
+ */
+int elfdyn_lookup(const char *path, const char *name, uint64_t *offset);
+
+/* e_machine of path (EM_X86_64...), or a negative AP_E* code. */
+int elfdyn_machine(const char *path);
+
+#endif
