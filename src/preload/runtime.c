@@ -40,6 +40,7 @@
 #include "boot.h"
 #include "dump.h"
 #include "http_runtime.h"
+#include "memstat.h"
 #include "procs.h"
 #include "unwinder.h"
 
@@ -598,6 +599,8 @@ __attribute__((destructor)) static void rt_destructor(void)
 	dumper_stop();
 	if (rt.opt.dump_at_exit)
 		dumper_dump_now(NULL);
+	if (rt.opt.verbose)
+		rt_memory_report();
 	rt_leave(m);
 }
 
