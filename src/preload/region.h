@@ -34,9 +34,10 @@
  * The warm cache is sized by what the program's sampling uses, not fixed:
  * - Budget: warm pages plus slack (below) stay within
  *   region_cache_limit = max(cache_floor, committed / cache_share) pages:
- *   a small floor (REGION_CACHE_FLOOR, 1 MiB) and otherwise 1/64 of the
- *   pages of the live sampled blocks, themselves part of the program's
- *   heap. So the cache never costs more than 1 MiB or 1.6% of the heap.
+ *   a small floor (REGION_CACHE_FLOOR, 256 KiB) and otherwise 1/64 of
+ *   the pages of the live sampled blocks, themselves part of the
+ *   program's heap. So the cache never costs more than 256 KiB or 1.6%
+ *   of the heap.
  * - Eviction is least recently freed first: a freed run is kept (newest),
  *   and the oldest warm runs give their pages back until the budget holds.
  *   A run not reused within REGION_CACHE_DECAY later frees is given back
@@ -79,9 +80,16 @@
 #define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
 #define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
 /* The warm cache's budget (see above): at least REGION_CACHE_FLOOR bytes,
- * 1/REGION_CACHE_SHARE of the live blocks' pages when that is more. */
+ * 1/REGION_CACHE_SHARE of the live blocks' pages when that is more. The
+ * floor is what a small program pays: bench/suites/memory.sh measured
+ * the runtime's other costs (its code, libm's and libunwind's pages) at
+ * about 1.6-1.8 MiB of the 2 MiB budget. With 1 MiB, 80% of the sampled
+ * blocks of malloc_workload_bench mixed reused a warm run, with 256 KiB
+ * 65% (blocks of 256-512 KiB no longer fit), for 2000 and 3400 madvise
+ * calls per 10,000 sampled blocks; python and sqlite peaked 0.9-1 MiB
+ * lower without a floor than with 1 MiB. */
 #ifndef REGION_CACHE_FLOOR
-#define REGION_CACHE_FLOOR ((size_t)1 << 20)
+#define REGION_CACHE_FLOOR ((size_t)256 << 10)
 #endif
 #define REGION_CACHE_SHARE 64u
 /* A warm run not reused within this many later frees gives its pages back. */

@@ -2,10 +2,10 @@
  * cache_churn.c: frees many large sampled blocks, then reports how much of
  * the runtime's sampled-block range is resident (preload_cache_test.sh).
  *
- * Run at rate=16384: a block of 512 KiB or more is sampled with
- * probability at least 1 - e^-32, so every block here lives in the range.
- * A 1 MiB marker block stays live throughout; 64 blocks of 512 KiB to
- * 2 MiB (sizes spread over several run classes), each written in full,
+ * Run at rate=16384: a block of 256 KiB or more is sampled with
+ * probability at least 1 - e^-16, so every block here lives in the range.
+ * A 1 MiB marker block stays live throughout; 64 blocks of 256 KiB to
+ * 1.7 MiB (sizes spread over several run classes), each written in full,
  * go through a ring of 4 live blocks and are all freed by the end.
  * Then the program reads /proc/self/smaps (with read(2) into a static
  * buffer: no malloc that could itself be sampled) and prints
@@ -36,7 +36,7 @@ int main(void)
 	uintptr_t addr[NBLOCKS];
 	char *ring[RING] = { 0 };
 	for (int i = 0; i < NBLOCKS; i++) {
-		size_t n = ((size_t)512 << 10) + (size_t)(i * 7 % 24) * ((size_t)64 << 10);
+		size_t n = ((size_t)256 << 10) + (size_t)(i * 7 % 24) * ((size_t)64 << 10);
 		char *p = malloc(n);
 		if (!p)
 			return 2;
