@@ -58,7 +58,7 @@
  * table indexed by page number, (p - base) >> page_shift, so every lookup is
  * O(1) and nothing is stored in the blocks themselves. The side table is
  * its own PROT_NONE reservation, made writable along with the range's
- * high-water mark, so it is charged (64 bytes per 4 KiB page) only for the
+ * high-water mark, so it is charged (72 bytes per 4 KiB page) only for the
  * part of the range in use. Free runs are linked through the side-table slot of their first
  * page (their own pages are inaccessible).
  *
