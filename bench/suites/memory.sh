@@ -129,12 +129,12 @@ for w in $WORKLOADS; do
     rows="$rows| $w | $a | $(mib "$base") MiB | $(mib "$prof") MiB | $(mib "$diff") MiB | $(mib "$budget") MiB | $verdict |
 "
     declare -A M=()
-    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib arena_kib warm cold fresh madvise mprotect; do
+    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib warm cold fresh madvise mprotect; do
       M[$k]=$(med "$w" "$a" 1 "$k")
     done
     warm_pct=$(awk -v w="${M[warm]}" -v c="${M[cold]}" -v f="${M[fresh]}" \
       'BEGIN { n = w + c + f; printf "%.0f%%", n ? 100 * w / n : 0 }')
-    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} |
+    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} |
 "
     js="{\"workload\":\"$w\",\"allocator\":\"$a\",\"rss_alone_kib\":$base,\"rss_prof_kib\":$prof"
     js="$js,\"overhead_kib\":$diff,\"budget_kib\":$budget"
@@ -161,11 +161,12 @@ ${rows}
 The runtime's own account (\`verbose=1\`, printed at exit by \`src/preload/memstat.c\`; medians,
 KiB): the range's peak resident pages (live sampled blocks, which the program would otherwise
 hold in its allocator, plus the warm cache and slack), the cache's peak and its budget at exit
-(max(1 MiB, 1/64 of the live sampled pages)), the side table's accessible part (touched only
-where runs start) and the arena's mappings (touched as used); the share of sampled blocks that
-reused a warm run, and the region's madvise / mprotect calls per run.
+(max(floor, 1/64 of the live sampled pages), \`src/preload/region.h\`), the side table's
+accessible part and its resident part at exit (touched only where runs start), the arena's
+mappings (touched as used); the share of sampled blocks that reused a warm run, and the
+region's madvise / mprotect calls per run.
 
-| workload | allocator | range peak | cache peak | cache budget | side table | arena mapped | warm reuse | madvise / mprotect |
+| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | warm reuse | madvise / mprotect |
 |---|---|---|---|---|---|---|---|---|
 ${brows}
 EOF
