@@ -8,7 +8,7 @@ build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev li
 test=(valgrind prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
       libgoogle-perftools-dev libmimalloc-dev libmimalloc2.0 python3 sqlite3 git curl
       libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin)
-bench=(heaptrack gnuplot-nox hyperfine)
+bench=(heaptrack gnuplot-nox hyperfine strace)
 want=("${build[@]}")
 [ "$level" = build ] || want+=("${test[@]}")
 [ "$level" = bench ] && want+=("${bench[@]}")

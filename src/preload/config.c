@@ -174,7 +174,7 @@ static const ap_option_spec specs[] = {
 	  "serve sampled blocks (thread rate >= 16 KiB) from allocprof's own "
 	  "address range; 0 = leave every block to the allocator" },
 	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
-	  "print what the runtime does (dumps, settings) on stderr" },
+	  "print what the runtime does (dumps, settings, its memory at exit) on stderr" },
 	{ "http", AP_OPT_CUSTOM, OFF(http), 0, 0, NULL, 0, http_parse_listen,
 	  "serve /debug/pprof/heap, /allocs and /metrics on [ADDR:]PORT "
 	  "(127.0.0.1 unless an address is given; 0 = any free port; off)" },

@@ -37,6 +37,12 @@ static unsigned class_of(size_t pages, size_t *run_pages)
 	return c;
 }
 
+/* Run length of class c (the inverse of class_of). */
+static size_t class_run(unsigned c)
+{
+	return c < REGION_EXACT ? (size_t)c + 1 : (size_t)1 << (c - REGION_EXACT + 5);
+}
+
 int region_init(region *r, size_t want, size_t min, size_t prefix)
 {
 	memset(r, 0, sizeof *r);
@@ -93,7 +99,9 @@ int region_init(region *r, size_t want, size_t min, size_t prefix)
 		r->prefix_pages = prefix_len >> r->page_shift;
 		r->bump = r->prefix_pages;
 		r->rw_pages = r->prefix_pages;
-		r->cache_limit = REGION_CACHE_BYTES >> r->page_shift;
+		r->cache_floor = REGION_CACHE_FLOOR >> r->page_shift;
+		r->cache_share = REGION_CACHE_SHARE;
+		r->decay = REGION_CACHE_DECAY;
 		r->slots = s;
 		r->slots_len = slen;
 		return 0;
@@ -146,12 +154,14 @@ static bool commit_to(region *r, size_t end)
 	size_t pm = r->page - 1;
 	size_t slots_to = (to * sizeof(region_slot) + pm) & ~pm;
 	if (slots_to > r->slots_rw) {
+		r->st.mprotect_calls++;
 		if (mprotect((char *)r->slots + r->slots_rw, slots_to - r->slots_rw,
 			     PROT_READ | PROT_WRITE) != 0)
 			return false;
 		r->slots_rw = slots_to;
 	}
 	void *at = (void *)(r->base + (r->rw_pages << r->page_shift));
+	r->st.mprotect_calls++;
 	if (mprotect(at, (to - r->rw_pages) << r->page_shift, PROT_READ | PROT_WRITE) != 0)
 		return false;
 	r->rw_pages = to;
@@ -162,21 +172,145 @@ static bool commit_to(region *r, size_t end)
 static void decommit(region *r, size_t first, size_t pages)
 {
 	void *at = (void *)(r->base + (first << r->page_shift));
+	r->st.madvise_calls++;
 	madvise(at, pages << r->page_shift, MADV_DONTNEED);
 }
 
-/* Put the run at page `first` on class c's free list, `cached` of its
- * first pages still committed. */
-static void push_free(region *r, unsigned c, size_t first, size_t run_pages, size_t cached)
+size_t region_cache_limit(const region *r)
 {
+	size_t share = r->cache_share ? r->committed / r->cache_share : 0;
+	return share > r->cache_floor ? share : r->cache_floor;
+}
+
+static void note_peaks(region *r)
+{
+	size_t cache = r->cached + r->slack;
+	if (cache > r->st.peak_cache)
+		r->st.peak_cache = cache;
+	if (r->committed + cache > r->st.peak_resident)
+		r->st.peak_resident = r->committed + cache;
+}
+
+/* ---- free lists: warm runs (class lists and the age list, both doubly
+ * linked through the run's first slot) and cold runs (singly linked). */
+
+/* Mark the run at page `first` free; returns its slot and *c its class. */
+static region_slot *free_slot(region *r, size_t first, size_t run_pages, unsigned *c)
+{
+	size_t rp = 0;
+	*c = class_of(run_pages, &rp);
 	region_slot *s = &r->slots[first];
 	memset(s, 0, sizeof *s);
 	s->state = REGION_SLOT_FREE;
 	s->run_pages = (uint32_t)run_pages;
-	s->used_pages = (uint32_t)cached;
-	s->next = r->heads[c];
-	r->heads[c] = (uint32_t)(first + 1);
-	r->cached += cached;
+	return s;
+}
+
+static void push_cold(region *r, size_t first, size_t run_pages)
+{
+	unsigned c;
+	region_slot *s = free_slot(r, first, run_pages, &c);
+	s->next = r->cold[c];
+	r->cold[c] = (uint32_t)(first + 1);
+}
+
+static void push_warm(region *r, size_t first, size_t run_pages, size_t res)
+{
+	unsigned c;
+	region_slot *s = free_slot(r, first, run_pages, &c);
+	s->res_pages = (uint32_t)res;
+	s->warm.stamp = r->frees;
+	s->next = r->warm[c];
+	if (r->warm[c])
+		r->slots[r->warm[c] - 1].warm.prev = (uint32_t)(first + 1);
+	r->warm[c] = (uint32_t)(first + 1);
+	s->warm.older = r->newest;
+	if (r->newest)
+		r->slots[r->newest - 1].warm.newer = (uint32_t)(first + 1);
+	else
+		r->oldest = (uint32_t)(first + 1);
+	r->newest = (uint32_t)(first + 1);
+	r->cached += res;
+}
+
+/* Take warm run `first` off its lists; returns its warm pages. */
+static size_t unlink_warm(region *r, size_t first)
+{
+	region_slot *s = &r->slots[first];
+	size_t rp = 0;
+	unsigned c = class_of(s->run_pages, &rp);
+	if (s->warm.prev)
+		r->slots[s->warm.prev - 1].next = s->next;
+	else
+		r->warm[c] = s->next;
+	if (s->next)
+		r->slots[s->next - 1].warm.prev = s->warm.prev;
+	if (s->warm.newer)
+		r->slots[s->warm.newer - 1].warm.older = s->warm.older;
+	else
+		r->newest = s->warm.older;
+	if (s->warm.older)
+		r->slots[s->warm.older - 1].warm.newer = s->warm.newer;
+	else
+		r->oldest = s->warm.newer;
+	r->cached -= s->res_pages;
+	return s->res_pages;
+}
+
+/* Give the oldest warm run's pages back: it becomes cold. */
+static void evict_oldest(region *r)
+{
+	size_t first = r->oldest - 1;
+	size_t run_pages = r->slots[first].run_pages;
+	decommit(r, first, unlink_warm(r, first));
+	push_cold(r, first, run_pages);
+}
+
+/* Evict until the budget holds and no warm run has waited too long. */
+static void trim(region *r)
+{
+	size_t limit = region_cache_limit(r);
+	while (r->oldest && (r->cached + r->slack > limit ||
+			     (r->decay && r->frees - r->slots[r->oldest - 1].warm.stamp > r->decay)))
+		evict_oldest(r);
+}
+
+/* A run for `want` pages of class c: the newest warm run of the class, else
+ * a warm run of a class at most twice as long, else a cold run of the
+ * class. Sets *first and *res (warm pages); false when there is none. */
+static bool take_free(region *r, unsigned c, size_t run_pages, size_t *first, size_t *res)
+{
+	for (unsigned k = c; k < REGION_NCLASSES && class_run(k) <= 2 * run_pages; k++) {
+		if (r->warm[k]) {
+			*first = r->warm[k] - 1;
+			*res = unlink_warm(r, *first);
+			r->st.warm_allocs++;
+			return true;
+		}
+	}
+	if (!r->cold[c])
+		return false;
+	*first = r->cold[c] - 1;
+	r->cold[c] = r->slots[*first].next;
+	*res = 0;
+	r->st.cold_allocs++;
+	return true;
+}
+
+/* The block at page `at` needs `need` pages and has `res` resident from its
+ * start: keep the excess as slack while the budget allows, else give it
+ * back. Returns the resident pages kept. */
+static size_t settle_excess(region *r, size_t at, size_t need, size_t res)
+{
+	if (res <= need)
+		return need;
+	size_t excess = res - need;
+	if (r->cached + r->slack + excess <= region_cache_limit(r)) {
+		r->slack += excess;
+		return res;
+	}
+	decommit(r, at + need, excess);
+	return need;
 }
 
 void *region_alloc(region *r, size_t n, size_t align, bool zero, size_t *usable)
@@ -207,13 +341,10 @@ void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t rese
 	pthread_mutex_lock(&r->lock);
 	if (c >= REGION_NCLASSES)
 		goto refuse;
-	size_t first, cached = 0;
+	size_t first, res = 0;
 	bool fresh = false;
-	if (r->heads[c]) {
-		first = r->heads[c] - 1;
-		r->heads[c] = r->slots[first].next;
-		cached = r->slots[first].used_pages;
-		r->cached -= cached;
+	if (take_free(r, c, run_pages, &first, &res)) {
+		run_pages = r->slots[first].run_pages;
 	} else if (run_pages <= r->npages - r->bump) {
 		first = r->bump;
 		r->bump += run_pages;
@@ -223,37 +354,37 @@ void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t rese
 	}
 	uintptr_t start = r->base + (first << r->page_shift);
 	size_t off = (((start + align - 1) & ~(uintptr_t)(align - 1)) - start) >> r->page_shift;
-	if (cached && off) {
-		/* Cached pages sit at the run's start, the block elsewhere. */
-		decommit(r, first, cached);
-		cached = 0;
+	if (res && off) {
+		/* Warm pages sit at the run's start, the block elsewhere. */
+		decommit(r, first, res);
+		res = 0;
 	}
 	size_t at = first + off;
 	if (fresh && !commit_to(r, first + run_pages)) {
-		if (fresh && r->bump == first + run_pages)
-			r->bump = first; /* give the run back to the bump pointer */
-		else
-			push_free(r, c, first, run_pages, cached);
+		r->bump = first; /* give the run back to the bump pointer */
 		goto refuse;
 	}
-	/* A cached run larger than the block stays whole: usable grows. */
-	size_t used = cached > need ? cached : need;
+	if (fresh)
+		r->st.fresh_allocs++;
 	if (off)
 		memset(&r->slots[first], 0, sizeof r->slots[first]);
+	r->committed += need;
+	size_t kept = settle_excess(r, at, need, res);
 	region_slot *s = &r->slots[at];
 	memset(s, 0, sizeof *s);
 	s->state = REGION_SLOT_LIVE;
 	s->run_pages = (uint32_t)run_pages;
 	s->off_pages = (uint32_t)off;
-	s->used_pages = (uint32_t)used;
+	s->used_pages = (uint32_t)need;
+	s->res_pages = (uint32_t)kept;
 	r->live++;
-	r->committed += used;
+	note_peaks(r);
 	pthread_mutex_unlock(&r->lock);
 	void *p = (void *)(r->base + (at << r->page_shift));
-	if (zero && cached) /* only cached pages can hold old data */
-		memset(p, 0, n < (cached << r->page_shift) ? n : cached << r->page_shift);
+	if (zero && res) /* only warm pages can hold old data */
+		memset(p, 0, n < (res << r->page_shift) ? n : res << r->page_shift);
 	if (usable)
-		*usable = used << r->page_shift;
+		*usable = need << r->page_shift;
 	return p;
 refuse:
 	r->refused++;
@@ -309,21 +440,24 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 		*rec_out = s->rec;
 	size_t at = (size_t)(s - r->slots);
 	size_t first = at - s->off_pages, run_pages = s->run_pages;
-	size_t used = s->used_pages;
+	size_t res = s->res_pages;
 	r->live--;
-	r->committed -= used;
-	/* Keep the pages for reuse while the budget allows (only blocks at the
-	 * start of their run: the cached pages are always a run's first). */
-	size_t keep = s->off_pages == 0 && r->cached <= r->cache_limit &&
-			      used <= r->cache_limit - r->cached
-		      ? used
-		      : 0;
-	if (!keep)
-		decommit(r, at, used);
+	r->committed -= s->used_pages;
+	r->slack -= res - s->used_pages;
+	r->frees++;
+	/* Warm pages must be the run's first: a block at an offset (aligned
+	 * above the page) and a run larger than the whole budget go cold at
+	 * once, without evicting the warm runs that do fit. */
+	bool warm = s->off_pages == 0 && r->slack + res <= region_cache_limit(r);
 	memset(s, 0, sizeof *s);
-	size_t rp = 0;
-	unsigned c = class_of(run_pages, &rp);
-	push_free(r, c, first, run_pages, keep);
+	if (warm) {
+		push_warm(r, first, run_pages, res);
+	} else {
+		decommit(r, at, res);
+		push_cold(r, first, run_pages);
+	}
+	trim(r);
+	note_peaks(r);
 	pthread_mutex_unlock(&r->lock);
 	return true;
 }
@@ -335,18 +469,35 @@ bool region_resize(region *r, void *p, size_t n, size_t *usable)
 	size_t need = n ? (n + r->page - 1) >> r->page_shift : 1;
 	bool ok = s && n <= r->size && need <= (size_t)s->run_pages - s->off_pages;
 	if (ok) {
-		size_t at = (size_t)(s - r->slots), used = s->used_pages;
 		/* The whole run is accessible: growing needs no system call.
-		 * Shrinking gives the tail's pages back (they read as zero). */
-		if (need < used)
-			decommit(r, at + need, used - need);
+		 * The block's old slack is counted afresh: pages beyond the
+		 * new size stay as slack within the budget, else go back (and
+		 * then read as zero). */
+		size_t at = (size_t)(s - r->slots), used = s->used_pages, res = s->res_pages;
+		r->slack -= res - used;
 		r->committed = r->committed - used + need;
 		s->used_pages = (uint32_t)need;
+		s->res_pages = (uint32_t)settle_excess(r, at, need, res);
+		trim(r); /* a smaller block lowers the budget */
+		note_peaks(r);
 		if (usable)
 			*usable = need << r->page_shift;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ok;
+}
+
+void region_get_stats(region *r, region_stats *out)
+{
+	pthread_mutex_lock(&r->lock);
+	*out = r->st;
+	out->committed = r->committed;
+	out->cached = r->cached;
+	out->slack = r->slack;
+	out->limit = region_cache_limit(r);
+	out->rw_bytes = r->size ? (r->rw_pages - r->prefix_pages) << r->page_shift : 0;
+	out->slots_bytes = r->slots_rw;
+	pthread_mutex_unlock(&r->lock);
 }
 
 void region_lock(region *r)

@@ -18,25 +18,47 @@
  * commit charge, and is absent from core dumps. Making pages writable is
  * where the kernel applies its overcommit policy (the reservation has no
  * MAP_NORESERVE), so a block the kernel would refuse the allocator is
- * refused here too, and served (or refused) by the allocator instead. A freed block's run goes on a free list by run
- * length. Up to cache_limit pages of freed runs keep their pages, so a
- * program that keeps allocating and freeing sampled blocks reuses warm
- * pages without a system call or a page fault; a run beyond that budget
- * gives its pages back with madvise(MADV_DONTNEED) (private anonymous pages
- * then read as zero). Fresh and given-back pages are zero; a cached run is
- * zeroed only when the caller asks (calloc). Free lists are by run length:
- * exact page counts up to REGION_EXACT pages, powers of two above (a run of
- * that class is reserved whole, but only the pages the block touches are
- * ever backed, so the rounding costs address space only). Fresh runs come
- * from a bump pointer. When neither has a run, region_alloc fails and the
- * caller serves the block elsewhere (design 1): the range never makes an
- * allocation fail.
+ * refused here too, and served (or refused) by the allocator instead.
+ *
+ * Freed runs go on free lists by run length: exact page counts up to
+ * REGION_EXACT pages, powers of two above (a run of that class is reserved
+ * whole, but only the pages a block touches are ever backed, so the
+ * rounding costs address space only). A freed run either keeps its pages
+ * (warm: a sampled malloc that reuses it makes no system call and takes no
+ * page fault) or gives them back with madvise(MADV_DONTNEED) (cold: private
+ * anonymous pages then read as zero; reusing it faults them in again).
+ * Fresh runs come from a bump pointer. When no run fits, region_alloc fails
+ * and the caller serves the block elsewhere (design 1): the range never
+ * makes an allocation fail.
+ *
+ * The warm cache is sized by what the program's sampling uses, not fixed:
+ * - Budget: warm pages plus slack (below) stay within
+ *   region_cache_limit = max(cache_floor, committed / cache_share) pages:
+ *   a small floor (REGION_CACHE_FLOOR, 256 KiB) and otherwise 1/64 of
+ *   the pages of the live sampled blocks, themselves part of the
+ *   program's heap. So the cache never costs more than 256 KiB or 1.6%
+ *   of the heap.
+ * - Eviction is least recently freed first: a freed run is kept (newest),
+ *   and the oldest warm runs give their pages back until the budget holds.
+ *   A run not reused within REGION_CACHE_DECAY later frees is given back
+ *   too, so runs of sizes the program stopped sampling do not stay.
+ * - Reuse: a sampled malloc takes the newest warm run of its class, else a
+ *   warm run of a class at most twice as long, else a cold run of its
+ *   class, else a fresh one.
+ * - Slack: a warm run longer than its new block (power-of-two classes)
+ *   keeps its extra pages as the block's slack while the budget allows
+ *   (no system call); beyond it they are given back at once. The block's
+ *   usable size is its own pages, never the slack.
+ * Fresh and given-back pages are zero; a warm run is zeroed only when the
+ * caller asks (calloc). MADV_FREE is not used: its pages stay counted in
+ * RSS until the kernel is short of memory, and a run reused before that
+ * may or may not read as zero, which calloc could not tell.
  *
  * Per-block bookkeeping (the sample record, the run's geometry) is in a side
  * table indexed by page number, (p - base) >> page_shift, so every lookup is
  * O(1) and nothing is stored in the blocks themselves. The side table is
  * its own PROT_NONE reservation, made writable along with the range's
- * high-water mark, so it is charged (64 bytes per 4 KiB page) only for the
+ * high-water mark, so it is charged (72 bytes per 4 KiB page) only for the
  * part of the range in use. Free runs are linked through the side-table slot of their first
  * page (their own pages are inaccessible).
  *
@@ -57,12 +79,23 @@
 
 #define REGION_EXACT 16u    /* runs of 1..16 pages: one class per count */
 #define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
-/* Freed pages kept (not given back) for reuse: region_init's default
- * budget. A cap, not a reservation: only pages of freed sampled blocks are
- * kept. With 4 MiB, bench/malloc_workload_bench mixed over jemalloc gave
- * back and refaulted a run on ~10% of sampled frees (its 8-512 KiB blocks
- * spread over many classes); with 16 MiB on none, for 1.6 MiB more RSS. */
-#define REGION_CACHE_BYTES ((size_t)16 << 20)
+/* The warm cache's budget (see above): at least REGION_CACHE_FLOOR bytes,
+ * 1/REGION_CACHE_SHARE of the live blocks' pages when that is more. The
+ * floor is what a small program pays: bench/suites/memory.sh measured
+ * the runtime's other costs (its code, libm's and libunwind's pages) at
+ * about 1.6-1.8 MiB of the 2 MiB budget. With 1 MiB, 80% of the sampled
+ * blocks of malloc_workload_bench mixed reused a warm run, with 256 KiB
+ * 65% (blocks of 256-512 KiB no longer fit), for 2000 and 3400 madvise
+ * calls per 10,000 sampled blocks; python and sqlite peaked 0.9-1 MiB
+ * lower without a floor than with 1 MiB. */
+#ifndef REGION_CACHE_FLOOR
+#define REGION_CACHE_FLOOR ((size_t)256 << 10)
+#endif
+#define REGION_CACHE_SHARE 64u
+/* A warm run not reused within this many later frees gives its pages back. */
+#ifndef REGION_CACHE_DECAY
+#define REGION_CACHE_DECAY 4096u
+#endif
 /* Under RLIMIT_AS the reservation (range + side table) takes at most
  * 1/REGION_AS_SHARE of the limit: the program keeps over 98% of it. */
 #define REGION_AS_SHARE 64u
@@ -72,14 +105,39 @@
 enum region_slot_state { REGION_SLOT_NONE = 0, REGION_SLOT_LIVE, REGION_SLOT_FREE };
 
 typedef struct region_slot {
-	sample_rec rec;        /* the block's sample record (LIVE slots) */
-	uint32_t run_pages;    /* pages of the run (its class size) */
+	union {
+		sample_rec rec;       /* LIVE: the block's sample record */
+		struct {              /* FREE and warm: */
+			uint64_t stamp; /* r->frees when it was freed */
+			uint32_t prev;  /* class list: previous run + 1, 0 = head */
+			uint32_t newer; /* age list: the next newer warm run + 1 */
+			uint32_t older; /* and the next older one + 1 */
+		} warm;
+	};
+	uint32_t run_pages;    /* pages of the run (its class size or more) */
 	uint32_t off_pages;    /* pages from the run's start to the block */
-	uint32_t used_pages;   /* LIVE: pages of the block;
-				  FREE: first pages kept, maybe dirty (cached) */
-	uint32_t next;         /* FREE: next free run's first page + 1, 0 = end */
+	uint32_t used_pages;   /* LIVE: pages of the block */
+	uint32_t res_pages;    /* LIVE: resident pages from the block's start
+				  (used_pages + slack); FREE: warm pages at
+				  the run's start, 0 = cold */
+	uint32_t next;         /* FREE: next run of the list + 1, 0 = end */
 	uint8_t state;         /* enum region_slot_state */
 } region_slot;
+
+/* Counters for the runtime's memory report and the tests. */
+typedef struct region_stats {
+	uint64_t warm_allocs;  /* blocks served by a warm run */
+	uint64_t cold_allocs;  /* by a run whose pages had been given back */
+	uint64_t fresh_allocs; /* by a run from the bump pointer */
+	uint64_t madvise_calls;
+	uint64_t mprotect_calls;
+	size_t peak_resident;  /* pages: max of committed + cached + slack */
+	size_t peak_cache;     /* pages: max of cached + slack */
+	/* Filled by region_get_stats from the current state: */
+	size_t committed, cached, slack, limit; /* pages */
+	size_t rw_bytes;       /* accessible part of the range */
+	size_t slots_bytes;    /* accessible part of the side table */
+} region_stats;
 
 typedef struct region {
 	uintptr_t base;        /* first byte of the reservation, 0 = none */
@@ -94,11 +152,18 @@ typedef struct region {
 	pthread_mutex_t lock;
 	size_t bump;           /* first page never handed out */
 	size_t rw_pages;       /* pages below this index are accessible */
-	uint32_t heads[REGION_NCLASSES]; /* free runs: first page + 1 */
+	uint32_t warm[REGION_NCLASSES]; /* warm runs, newest first (page + 1) */
+	uint32_t cold[REGION_NCLASSES]; /* cold runs (page + 1) */
+	uint32_t newest, oldest; /* the warm runs by free time (page + 1) */
 	size_t live;           /* live blocks */
 	size_t committed;      /* pages of live blocks */
-	size_t cached;         /* pages kept in free runs */
-	size_t cache_limit;    /* at most this many (REGION_CACHE_BYTES) */
+	size_t cached;         /* pages kept in warm runs */
+	size_t slack;          /* resident pages of live blocks beyond them */
+	size_t cache_floor;    /* budget floor, pages (REGION_CACHE_FLOOR) */
+	unsigned cache_share;  /* budget share of committed (0 = floor only) */
+	uint64_t decay;        /* frees a warm run may wait (0 = forever) */
+	uint64_t frees;        /* blocks freed so far: the decay clock */
+	region_stats st;
 	uint64_t refused;      /* allocations that failed (exhausted etc.) */
 	uint32_t fail_commit;  /* test hook: the n-th next raise of the
 				  high-water mark fails (1 = next) */
@@ -129,8 +194,8 @@ static inline bool region_contains(const region *r, const void *p)
 /*
  * A block of at least n bytes aligned to `align` (0 = the page), readable
  * and writable, its first n bytes zero if `zero` (else they may hold a
- * freed block's data); *usable gets its usable size (whole pages, at least
- * n rounded up: a reused cached run may be larger). NULL when
+ * freed block's data); *usable gets its usable size (n rounded up to
+ * whole pages). NULL when
  * the range cannot serve it: no reservation, align not a power of two,
  * too large, range exhausted, or mprotect failed (commit limit).
  * The block's record is zero until region_set_rec.
@@ -152,6 +217,12 @@ bool region_get(region *r, const void *p, sample_rec *rec, size_t *usable);
 /* Return p's pages and copy its record out. false (nothing done) if p is
  * not a live block: a double free or a pointer the region never returned. */
 bool region_free(region *r, void *p, sample_rec *rec_out);
+
+/* The warm cache's budget now, in pages (caller holds the lock, or the
+ * region is quiescent). */
+size_t region_cache_limit(const region *r);
+/* r's counters and current sizes, read under its lock. */
+void region_get_stats(region *r, region_stats *out);
 
 void region_lock(region *r);
 void region_unlock(region *r);

@@ -42,6 +42,7 @@
 #include "control.h"
 #include "dump.h"
 #include "http_runtime.h"
+#include "memstat.h"
 #include "procs.h"
 #include "sample_table_rt.h"
 #include "push.h"
@@ -634,6 +635,8 @@ __attribute__((destructor)) static void rt_destructor(void)
 	if (rt.opt.dump_at_exit && control_ever_on() && (!rt_attached || control_on()))
 		dumper_dump_now(NULL); /* nothing to say if never started */
 	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */
+	if (rt.opt.verbose)
+		rt_memory_report();
 	rt_leave(m);
 }
 

@@ -54,11 +54,19 @@ AP_TEST(a_block_grows_and_shrinks_in_place_within_its_run)
 	memset(p, 8, 32 * page()); /* the grown part is writable */
 	AP_CHECK(!region_resize(&r, p, 32 * page() + 1, &usable)); /* past the run */
 	AP_CHECK_EQ_U64(usable, 32 * page());
-	AP_CHECK(region_resize(&r, p, 1, &usable)); /* shrink: tail given back */
+	r.cache_floor = 0; /* no cache budget: a shrunk block's tail goes back */
+	AP_CHECK(region_resize(&r, p, 1, &usable));
 	AP_CHECK_EQ_U64(usable, page());
+	AP_CHECK_EQ_U64(r.slack, 0);
 	AP_CHECK(p[0] == 8);
 	AP_CHECK(region_resize(&r, p, 2 * page(), &usable));
 	AP_CHECK(p[page()] == 0); /* given-back pages read as zero */
+	/* Within the budget the tail stays resident as slack: no call. */
+	r.cache_floor = 64;
+	uint64_t mad = r.st.madvise_calls;
+	AP_CHECK(region_resize(&r, p, 1, &usable));
+	AP_CHECK_EQ_U64(r.slack, 1);
+	AP_CHECK_EQ_U64(r.st.madvise_calls, mad);
 	AP_CHECK(!region_resize(&r, p + page(), page(), NULL)); /* interior */
 	AP_CHECK(region_free(&r, p, NULL));
 	AP_CHECK(!region_resize(&r, p, page(), NULL)); /* freed */

@@ -139,7 +139,7 @@ AP_TEST(freed_runs_are_reused_warm_and_zeroed_on_request)
 	region r;
 	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
 	size_t ps = page();
-	AP_CHECK_EQ_U64(r.cache_limit, REGION_CACHE_BYTES / ps);
+	AP_CHECK_EQ_U64(r.cache_floor, REGION_CACHE_FLOOR / ps);
 	unsigned char *p = region_alloc(&r, 3 * ps, 0, false, NULL);
 	AP_CHECK(p != NULL);
 	memset(p, 0xff, 3 * ps);
@@ -168,12 +168,12 @@ AP_TEST(freed_runs_are_reused_warm_and_zeroed_on_request)
 	AP_CHECK(region_free(&r, s, NULL));
 	/* Past the budget pages are given back: a reused run reads zero even
 	 * without asking (MADV_DONTNEED on private anonymous memory). */
-	r.cache_limit = 0;
+	r.cache_floor = 0; /* and nothing live: the budget is 0 */
 	q = region_alloc(&r, 3 * ps, 0, false, NULL); /* the cached run */
 	AP_CHECK(q == p);
 	memset(q, 0xee, 3 * ps);
 	AP_CHECK(region_free(&r, q, NULL));
-	AP_CHECK_EQ_U64(r.cached, 1); /* only s's page, cached earlier */
+	AP_CHECK_EQ_U64(r.cached, 0); /* s's page too: the budget covers all */
 	q = region_alloc(&r, 3 * ps, 0, false, NULL);
 	AP_CHECK(q == p);
 	AP_CHECK_MSG(all_zero(q, 3 * ps), "a run given back came back dirty");
@@ -189,18 +189,20 @@ AP_TEST(freed_runs_are_reused_warm_and_zeroed_on_request)
 	AP_CHECK_EQ_U64(usable, 20 * ps);
 	AP_CHECK_EQ_U64(r.committed, 20);
 	AP_CHECK(region_free(&r, b2, NULL));
-	/* ... and when cached, the block takes the whole cached part. */
-	r.cache_limit = 64;
+	/* ... and when cached, the rest of the run is the block's slack:
+	 * still resident, not part of its usable size. */
+	r.cache_floor = 64;
 	b2 = region_alloc(&r, 30 * ps, 0, false, NULL);
 	AP_CHECK(b2 == big);
 	AP_CHECK(region_free(&r, b2, NULL));
 	b2 = region_alloc(&r, 20 * ps, 0, true, &usable);
 	AP_CHECK(b2 == big);
-	AP_CHECK_EQ_U64(usable, 30 * ps);
+	AP_CHECK_EQ_U64(usable, 20 * ps);
+	AP_CHECK_EQ_U64(r.slack, 10);
 	AP_CHECK(all_zero(b2, 20 * ps));
 	AP_CHECK(region_free(&r, b2, NULL));
 	/* A cached run needed at an aligned offset is given back first. */
-	r.cache_limit = 1024;
+	r.cache_floor = 1024;
 	unsigned char *a = region_alloc(&r, 40 * ps, 0, false, NULL);
 	AP_CHECK(a != NULL);
 	memset(a, 0x77, 40 * ps);

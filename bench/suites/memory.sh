@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Memory suite: the peak RSS liballocprof_preload.so adds to a program, per
+# workload and allocator, against the budget of issue 14 (max(2 MiB, 2% of
+# the program's own peak)). See bench/run for the contract:
+#   bash memory.sh BUILD_DIR OUT_DIR QUICK(0|1)
+# writes OUT_DIR/memory.json and prints the "## Memory overhead" section.
+#
+# Method: the workloads of bench/lib/tools.sh (the malloc-heavy
+# micro benchmark, the cross-thread one, python and sqlite) run alone on an
+# allocator and under allocprof at the default rate on the same allocator,
+# in rounds whose order alternates (alone first on odd rounds), so drift on
+# this shared machine reaches both. Peak RSS is getrusage's maxrss of the
+# run (bench/runstat_bench); the overhead is median(profiled) -
+# median(alone). The profiled runs use verbose=1, so the runtime prints its
+# own account at exit (src/preload/memstat.c): the range's peak (live
+# sampled blocks + warm cache + slack), the cache's peak and budget, the
+# side table, the arena; medians over the runs. Last, strace -c -f counts
+# the system calls of the micro workload alone and under allocprof:
+# the difference per 10,000 sampled blocks is what sampling costs in
+# system calls (the runtime's region counters give the samples).
+set -euo pipefail
+build=$1 out=$2 quick=${3:-0}
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib/tools.sh
+source "$here/lib/tools.sh"
+
+if [ "$quick" = 1 ]; then runs=3; else runs=7; fi
+mimalloc=$(lib_path libmimalloc.so.2)
+allocs="glibc jemalloc tcmalloc"
+[ -n "$mimalloc" ] && allocs="$allocs mimalloc"
+declare -A ALLOC_LIB=([glibc]="" [jemalloc]=$jemalloc [tcmalloc]=$tcmalloc [mimalloc]=$mimalloc)
+budget_floor_kib=2048 # 2 MiB
+budget_pct=2
+
+# alloc_env ALLOC PROFILED(0|1): sets AE (environment assignments).
+alloc_env() {
+  local lib=${ALLOC_LIB[$1]}
+  AE=()
+  if [ "$2" = 1 ]; then
+    AE=("LD_PRELOAD=$ap_lib${lib:+:$lib}"
+      "ALLOCPROF_OPTIONS=output=$tmp/o/ap.%p.pb.gz,verbose=1")
+  elif [ -n "$lib" ]; then
+    AE=("LD_PRELOAD=$lib")
+  fi
+}
+
+# memline FILE: the last "memory:" line of the runtime (the main process
+# exits last), as key=value words.
+memline() { grep -o 'allocprof: memory: .*' "$1" | tail -1 | sed 's/^allocprof: memory: //'; }
+# kv KEY: value of KEY in $ML.
+kv() { tr ' ' '\n' <<<"$ML" | sed -n "s/^$1=//p"; }
+
+raw=$tmp/raw.txt
+: >"$raw"
+mkdir -p "$tmp/o"
+for r in $(seq "$runs"); do
+  for w in $WORKLOADS; do
+    workload_cmd "$w"
+    for a in $allocs; do
+      if [ $((r % 2)) = 1 ]; then order="0 1"; else order="1 0"; fi
+      for p in $order; do
+        alloc_env "$a" "$p"
+        run_measured "$tmp/log" "$tmp/res" "${WL_ENV[@]}" "${AE[@]}" -- "${WL_CMD[@]}"
+        rss=$(awk '{ print $4 }' "$tmp/res")
+        ML=""
+        [ "$p" = 1 ] && ML=$(memline "$tmp/log")
+        echo "$w $a $p $rss $ML" >>"$raw"
+        rm -rf "${tmp:?}/o/"*
+      done
+    done
+  done
+  echo "memory: round $r of $runs done" >&2
+done
+
+# col W A P FIELD: values of FIELD (rss, or a key of the memory line) for
+# workload W, allocator A, profiled P; one per line.
+col() {
+  awk -v w="$1" -v a="$2" -v p="$3" -v f="$4" '$1 == w && $2 == a && $3 == p {
+    if (f == "rss") { print $4; next }
+    for (i = 5; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) print kv[2] } }' "$raw"
+}
+med() { col "$@" | median; }
+jnum() { [[ $1 =~ ^-?[0-9.]+$ ]] && echo "$1" || echo null; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.2f", k / 1024 }'; }
+
+# ---- system calls per sampled block: strace -c of the micro workload -------
+sys_table=""
+sys_json="null"
+if command -v strace >/dev/null && [[ " $WORKLOADS " == *" micro "* ]]; then
+  workload_cmd micro
+  # counts FILE: "name calls" lines of an strace -c summary.
+  counts() { awk '$NF ~ /^[a-z_0-9]+$/ && $(NF-1) ~ /^[0-9]+$/ && $1 ~ /^[0-9.]+$/ {
+    print $NF, $4 }' "$1"; }
+  strace -f -c -o "$tmp/st.base" env -u LD_PRELOAD -u ALLOCPROF_OPTIONS "${WL_CMD[@]}" >/dev/null
+  alloc_env glibc 1
+  strace -f -c -o "$tmp/st.prof" env -u LD_PRELOAD "${AE[@]}" "${WL_CMD[@]}" >/dev/null 2>"$tmp/st.log"
+  ML=$(memline "$tmp/st.log")
+  sampled=$(( $(kv warm) + $(kv cold) + $(kv fresh) ))
+  rm -rf "${tmp:?}/o/"*
+  per10k() { # per10k SYSCALL: (profiled - alone) calls per 10,000 sampled blocks
+    local b p
+    b=$(counts "$tmp/st.base" | awk -v s="$1" '$1 == s { print $2 }')
+    p=$(counts "$tmp/st.prof" | awk -v s="$1" '$1 == s { print $2 }')
+    awk -v b="${b:-0}" -v p="${p:-0}" -v n="$sampled" 'BEGIN { printf "%.0f", n ? (p - b) * 10000 / n : 0 }'
+  }
+  sys_json="{\"sampled\":$sampled"
+  for s in madvise mprotect mmap munmap rt_sigprocmask; do
+    v=$(per10k "$s")
+    sys_table="$sys_table| $s | $v |
+"
+    sys_json="$sys_json,\"$s\":$v"
+  done
+  sys_json="$sys_json}"
+fi
+
+# ---- tables ---------------------------------------------------------------------
+rows=""
+brows=""
+json_rows=""
+met_all=1
+for w in $WORKLOADS; do
+  for a in $allocs; do
+    base=$(med "$w" "$a" 0 rss)
+    prof=$(med "$w" "$a" 1 rss)
+    diff=$((${prof%.*} - ${base%.*}))
+    budget=$(awk -v b="$base" -v f="$budget_floor_kib" -v p="$budget_pct" \
+      'BEGIN { x = b * p / 100; printf "%.0f", (x > f) ? x : f }')
+    if [ "$diff" -le "$budget" ]; then verdict=met; else verdict="**missed**"; met_all=0; fi
+    rows="$rows| $w | $a | $(mib "$base") MiB | $(mib "$prof") MiB | $(mib "$diff") MiB | $(mib "$budget") MiB | $verdict |
+"
+    declare -A M=()
+    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib warm cold fresh madvise mprotect; do
+      M[$k]=$(med "$w" "$a" 1 "$k")
+    done
+    warm_pct=$(awk -v w="${M[warm]}" -v c="${M[cold]}" -v f="${M[fresh]}" \
+      'BEGIN { n = w + c + f; printf "%.0f%%", n ? 100 * w / n : 0 }')
+    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} |
+"
+    js="{\"workload\":\"$w\",\"allocator\":\"$a\",\"rss_alone_kib\":$base,\"rss_prof_kib\":$prof"
+    js="$js,\"overhead_kib\":$diff,\"budget_kib\":$budget"
+    for k in "${!M[@]}"; do js="$js,\"$k\":$(jnum "${M[$k]}")"; done
+    json_rows="$json_rows${json_rows:+,}$js}"
+  done
+done
+mkdir -p "$out"
+printf '{"quick":%s,"runs":%s,"budget_floor_kib":%s,"budget_pct":%s,"rows":[%s],"syscalls_per_10k_samples":%s}\n' \
+  "$quick" "$runs" "$budget_floor_kib" "$budget_pct" "$json_rows" "$sys_json" >"$out/memory.json"
+
+cat <<EOF
+## Memory overhead
+
+Peak RSS (getrusage maxrss) of each workload alone on its allocator and under
+\`liballocprof_preload.so\` at the default rate (512 KiB) on the same allocator, medians of
+$runs runs in alternating order; the budget is max(2 MiB, 2% of the peak alone) (issue 14).
+Workloads as in the comparison suite:
+$(for w in $WORKLOADS; do echo "- $w: ${WL_DESC[$w]}"; done)
+
+| workload | allocator | alone | under allocprof | overhead | budget | |
+|---|---|---|---|---|---|---|
+${rows}
+The runtime's own account (\`verbose=1\`, printed at exit by \`src/preload/memstat.c\`; medians,
+KiB): the range's peak resident pages (live sampled blocks, which the program would otherwise
+hold in its allocator, plus the warm cache and slack), the cache's peak and its budget at exit
+(max(floor, 1/64 of the live sampled pages), \`src/preload/region.h\`), the side table's
+accessible part and its resident part at exit (touched only where runs start), the arena's
+mappings (touched as used); the share of sampled blocks that reused a warm run, and the
+region's madvise / mprotect calls per run.
+
+| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | warm reuse | madvise / mprotect |
+|---|---|---|---|---|---|---|---|---|
+${brows}
+EOF
+if [ -n "$sys_table" ]; then
+  cat <<EOF
+System calls the runtime adds per 10,000 sampled blocks (\`strace -f -c\` of the micro workload
+on glibc, alone and under allocprof; $sampled blocks sampled into the range in the profiled run):
+
+| system call | added per 10,000 sampled blocks |
+|---|---|
+${sys_table}
+rt_sigprocmask is the signal blocking around each sample and each free of a sampled block
+(two each way); madvise is the warm cache giving pages back, mprotect the range growing.
+EOF
+fi
+echo "memory: all budgets met: $([ $met_all = 1 ] && echo yes || echo no)" >&2
