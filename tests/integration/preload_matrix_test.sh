@@ -91,7 +91,7 @@ one() {
 		fail "$name: stdout differs: $(diff "$TMP/$name.a.out" "$TMP/$name.p.out" | head -5)"
 	cmp -s "$TMP/$name.a.err" "$TMP/$name.p.err" ||
 		fail "$name: stderr differs: $(diff "$TMP/$name.a.err" "$TMP/$name.p.err" | head -5)"
-	check_profiles "$name" "$TMP/prof/$name" 2>/dev/null
+	check_profiles "$name" "$TMP/prof/$name"
 }
 
 runs=0
