@@ -13,8 +13,8 @@
  */
 #include "procs.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <linux/kcmp.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -243,6 +243,15 @@ static bool pid_dot_seq(const char *s, long *pid)
 	return *pid > 0;
 }
 
+/* The kernel's directory entry (getdents64). */
+struct dent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
 /*
  * Temporary files of profiles whose writer was killed mid-write (left by a
  * file system without O_TMPFILE, or by a kill between link and rename; see
@@ -275,21 +284,32 @@ static void clean_stale(const char *pattern)
 	for (const char *q = base; (q = strchr(q, '%')) && q[1]; q += 2)
 		suf = q + 2;
 	size_t sufn = strlen(suf);
-	DIR *d = opendir(dir);
-	if (!d)
+	/* Not opendir: its 32 KiB buffer comes from the allocator underneath,
+	 * and this runs in the exit dump, perhaps after a signal handler
+	 * called exit() in the middle of that allocator's free with its lock
+	 * held (the exit test of preload_signals_test.sh hung on it). The
+	 * raw getdents64 with a buffer on the stack calls no allocator. */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		const char *tmp = strstr(e->d_name, ".tmp.");
-		long pid;
-		if (!tmp || strncmp(e->d_name, base, pre) != 0 ||
-		    (size_t)(tmp - e->d_name) < pre + sufn ||
-		    memcmp(tmp - sufn, suf, sufn) != 0 || !pid_dot_seq(tmp + 5, &pid))
-			continue;
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			unlinkat(dirfd(d), e->d_name, 0);
+	_Alignas(8) char buf[2048];
+	long got;
+	while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < got;) {
+			const struct dent64 *e = (const struct dent64 *)(buf + off);
+			off += e->d_reclen;
+			const char *tmp = strstr(e->d_name, ".tmp.");
+			long pid;
+			if (!tmp || strncmp(e->d_name, base, pre) != 0 ||
+			    (size_t)(tmp - e->d_name) < pre + sufn ||
+			    memcmp(tmp - sufn, suf, sufn) != 0 ||
+			    !pid_dot_seq(tmp + 5, &pid))
+				continue;
+			if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+				unlinkat(fd, e->d_name, 0);
+		}
 	}
-	closedir(d);
+	close(fd);
 }
 
 int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
