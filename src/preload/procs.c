@@ -115,7 +115,7 @@ bool procs_signal_dumps_armed(void)
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig <= 0 || sig >= NSIG_MAX || !atomic_load(&owned[sig]))
-		return call_real(sig, act, old);
+		return rt_sig_action(sig, act, old, call_real);
 	struct sigaction before = shown[sig];
 	if (act) {
 		if (act->sa_handler == SIG_DFL) {
@@ -124,7 +124,7 @@ int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		} else {
 			/* The program's own handler (or SIG_IGN) replaces ours. */
 			atomic_store(&owned[sig], false);
-			if (call_real(sig, act, NULL) != 0) {
+			if (rt_sig_action(sig, act, NULL, call_real) != 0) {
 				atomic_store(&owned[sig], true);
 				return -1;
 			}
@@ -158,6 +158,8 @@ void procs_init(void)
 	void *f = dlsym(RTLD_NEXT, "sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);
+	/* Before the runtime's own handlers go in: those it never wraps. */
+	rt_sig_wrap_existing(call_real);
 	if (!rt.opt.dump_at_exit)
 		return; /* a signal's profile stands in for the exit's */
 	for (int s = 1; s < NSIG_MAX; s++)
