@@ -14,6 +14,8 @@
  *   deep OPS DEPTH       OPS times: recurse DEPTH frames, malloc(64), free;
  *                        with rate=1 every malloc is a sample taken with a
  *                        DEPTH-deep stack: the cost per sample.
+ *   deepfp OPS DEPTH     the same through functions built with frame
+ *                        pointers (deep's are built without).
  *
  * Prints one line of key=value pairs: mode, threads, ops, seconds (the
  * timed loop only, CLOCK_MONOTONIC), maxrss_kb (getrusage, whole process,
@@ -21,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,26 +130,45 @@ static uint64_t run_pairs(long ops)
 	return sum;
 }
 
-/* Not inlined and not a tail call, so every level is a real frame. */
+/* One level of descend: recurse (self) until depth reaches 0, then
+ * malloc(64) and free it. Not inlined and not a tail call, so every level
+ * is a real frame. */
+#define DESCEND_BODY(self)                                        \
+	if (depth <= 0) {                                         \
+		unsigned char *volatile p = xmalloc(64);          \
+		p[0] = (unsigned char)i;                          \
+		uint64_t v = p[0];                                \
+		free(p);                                          \
+		return v;                                         \
+	}                                                         \
+	uint64_t v = self(depth - 1, i);                          \
+	__asm__ volatile("" : "+r"(v));                           \
+	return v + 1
+
 __attribute__((noinline)) static uint64_t descend(int depth, long i)
 {
-	if (depth <= 0) {
-		unsigned char *volatile p = xmalloc(64);
-		p[0] = (unsigned char)i;
-		uint64_t v = p[0];
-		free(p);
-		return v;
-	}
-	uint64_t v = descend(depth - 1, i);
-	__asm__ volatile("" : "+r"(v));
-	return v + 1;
+	DESCEND_BODY(descend);
 }
 
-static uint64_t run_deep(long ops, int depth)
+/* The same built with frame pointers, as distributions that enable them
+ * build programs: the fp unwinder sees every level, and the libunwind
+ * unwinder's frame-pointer fast path takes them (deep's levels, without
+ * frame pointers, are libunwind's alone). GCC only: bench/run's build. */
+#ifdef __clang__
+#define KEEP_FRAME_POINTER /* clang has no per-function switch */
+#else
+#define KEEP_FRAME_POINTER __attribute__((optimize("no-omit-frame-pointer")))
+#endif
+__attribute__((noinline)) KEEP_FRAME_POINTER static uint64_t descend_fp(int depth, long i)
+{
+	DESCEND_BODY(descend_fp);
+}
+
+static uint64_t run_deep(long ops, int depth, bool fp)
 {
 	uint64_t sum = 0;
 	for (long i = 0; i < ops; i++)
-		sum += descend(depth, i);
+		sum += fp ? descend_fp(depth, i) : descend(depth, i);
 	return sum;
 }
 
@@ -166,7 +188,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: malloc_workload_bench mixed OPS [THREADS] | "
-				"pairs OPS | deep OPS DEPTH\n");
+				"pairs OPS | deep OPS DEPTH | deepfp OPS DEPTH\n");
 		return 1;
 	}
 	const char *mode = argv[1];
@@ -180,8 +202,9 @@ int main(int argc, char **argv)
 		sum = run_mixed(ops, (int)threads);
 	} else if (!strcmp(mode, "pairs")) {
 		sum = run_pairs(ops);
-	} else if (!strcmp(mode, "deep") && argc > 3) {
-		sum = run_deep(ops, (int)arg_long(argv[3], 0, 10000, "DEPTH"));
+	} else if ((!strcmp(mode, "deep") || !strcmp(mode, "deepfp")) && argc > 3) {
+		sum = run_deep(ops, (int)arg_long(argv[3], 0, 10000, "DEPTH"),
+			       !strcmp(mode, "deepfp"));
 	} else {
 		fprintf(stderr, "malloc_workload_bench: unknown mode '%s'\n", mode);
 		return 1;
