@@ -298,7 +298,7 @@ static void clean_stale(const char *pattern)
 	long got;
 	while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
 		for (long off = 0; off < got;) {
-			const struct dent64 *e = (const struct dent64 *)(buf + off);
+			const struct dent64 *e = (const void *)(buf + off);
 			off += e->d_reclen;
 			const char *tmp = strstr(e->d_name, ".tmp.");
 			long pid;
