@@ -68,6 +68,12 @@ typedef struct rt_thread {
  * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) and glibc's
  * internal ones (32, 33) are neither wrapped nor blocked: a fault must
  * reach the program's handler or kill it.
+ *
+ * Outside the runtime a handler may interrupt the allocator underneath
+ * (the fast paths' tail calls, the real free after a sampled block's
+ * record is gone) while it holds its lock. A handler calling exit() there
+ * runs the dump at exit with that lock held, so the exit path keeps away
+ * from the allocator, libc's calls included (opendir was one: procs.c).
  */
 #include <signal.h>
 uint64_t rt_sigs_block(void);   /* returns the mask to restore */
