@@ -27,6 +27,7 @@
 #include "detect.h"
 #include "dump.h"
 #include "runtime_core.h"
+#include "unwinder.h"
 
 #define NSIG_MAX 64
 
@@ -210,7 +211,10 @@ int procs_dlclose(void *handle)
 			return -1;
 		memcpy(&real_dlclose, &f, sizeof f);
 	}
-	return real_dlclose(handle);
+	int rc = real_dlclose(handle);
+	/* Code at the object's addresses may be another object's next. */
+	unwind_forget_code();
+	return rc;
 }
 
 /* ---- names ----------------------------------------------------------------- */

@@ -281,6 +281,12 @@ static bool prologue_keeps_fp(const unsigned char *c, uintptr_t len)
 	return false;
 }
 
+void unwind_forget_code(void)
+{
+	for (size_t i = 0; i < FPFN_CACHE; i++)
+		atomic_store_explicit(&fpfn_cache[i], 0, memory_order_relaxed);
+}
+
 /* fn_keeps_fp's cache miss: look the function up and judge it. */
 __attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i)
 {
@@ -425,6 +431,10 @@ __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 			      (uintptr_t)stop + 2 * sizeof(uintptr_t), stop[0]);
 }
 #else
+void unwind_forget_code(void)
+{
+}
+
 static inline bool fn_keeps_fp(uintptr_t ret)
 {
 	(void)ret;

@@ -81,6 +81,11 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
 /* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
 
+/* Forget what the fast path learnt about functions (whether each keeps a
+ * frame pointer): after dlclose, other code may come to those addresses.
+ * Async-signal-safe. */
+void unwind_forget_code(void);
+
 /* Make libunwind's memory checks descriptor-free (unwind_nofd.c); before
  * its first use. 0, or AP_EUNSUPPORTED when its object cannot be patched. */
 int unwind_nofd_install(void);
