@@ -20,7 +20,8 @@
  * Prints one line of key=value pairs: mode, threads, ops, seconds (the
  * timed loop only, CLOCK_MONOTONIC), maxrss_kb (getrusage, whole process,
  * so it includes the runtime's own memory), checksum (keeps the work alive),
- * samples (the runtime's count of recorded samples; -1 when it is absent).
+ * samples (the runtime's count of recorded samples; -1 when it is absent),
+ * cpu_seconds (CPU time of the timed loop, all threads).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,6 +41,15 @@ struct job {
 	int seed;
 	uint64_t checksum;
 };
+
+/* CPU time of the whole process (every thread), seconds: unlike the
+ * wall clock, it does not grow while the machine runs other programs. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double now(void)
 {
@@ -215,7 +225,7 @@ int main(int argc, char **argv)
 	long ops = arg_long(argv[2], 1, 1L << 40, "OPS");
 	long threads = 1;
 	uint64_t sum;
-	double t0 = now();
+	double t0 = now(), c0 = cpu_now();
 	if (!strcmp(mode, "mixed")) {
 		if (argc > 3)
 			threads = arg_long(argv[3], 1, 64, "THREADS");
@@ -229,12 +239,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "malloc_workload_bench: unknown mode '%s'\n", mode);
 		return 1;
 	}
-	double secs = now() - t0;
+	double secs = now() - t0, cpu = cpu_now() - c0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("mode=%s threads=%ld ops=%ld seconds=%.6f maxrss_kb=%ld checksum=%llu "
-	       "samples=%ld\n",
+	       "samples=%ld cpu_seconds=%.6f\n",
 	       mode, threads, ops, secs, ru.ru_maxrss, (unsigned long long)sum,
-	       runtime_samples());
+	       runtime_samples(), cpu);
 	return 0;
 }

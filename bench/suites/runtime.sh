@@ -8,13 +8,15 @@
 #   rate, as paired runs whose order alternates (plain first on odd pairs,
 #   profiled first on even ones) so drift on this shared machine hits both
 #   sides; the ratio is the median of the per-pair ratios. Two clocks: the
-#   workload loop (steady state, measured inside the program) and the whole
-#   process (start-up, unwinder warm-up and the final dump included).
+#   workload loop (steady state, CPU time measured inside the program) and the whole
+#   process (wall time: start-up, unwinder warm-up and the final dump included).
 # - Instructions per non-sampled malloc+free pair: callgrind totals of the
 #   pairs kernel with N1 and N2 pairs, plain and under the runtime with a rate
 #   so large nothing is sampled: ((P(N2) - P(N1)) - (B(N2) - B(N1))) / (N2 - N1),
 #   so start-up costs cancel exactly.
-# - Cost per sample: rate=1 makes every malloc a sample; the deepfp kernel
+# - Cost per sample (CPU time of the loop, which the other programs on a
+#   shared machine do not inflate as they do its wall time): rate=1 makes
+#   every malloc a sample; the deepfp kernel
 #   recurses DEPTH frames (8, 32, 64; built with frame pointers) before each
 #   malloc(64)+free, once per unwinder; the deep kernel (built without them)
 #   with libunwind, its default. (loop time under the runtime - plain loop
@@ -34,9 +36,9 @@ command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2;
 jem=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" && /x86-64/ { print $NF; exit }')
 
 if [ "$quick" = 1 ]; then
-  runs=7 mixed_ops=10000000 deep_ops=5000 deep_runs=3 pairs_n1=100000 pairs_n2=300000
+  runs=7 mixed_ops=10000000 deep_ops=50000 deep_runs=5 pairs_n1=100000 pairs_n2=300000
 else
-  runs=21 mixed_ops=40000000 deep_ops=20000 deep_runs=7 pairs_n1=200000 pairs_n2=1200000
+  runs=21 mixed_ops=40000000 deep_ops=200000 deep_runs=9 pairs_n1=200000 pairs_n2=1200000
 fi
 depths="8 32 64"
 unwinders="fp libgcc libunwind"
@@ -69,7 +71,7 @@ one_run() {
     >"$tmp/line" 2>"$tmp/err" || { echo "runtime.sh: run failed: ${envs[*]} $*" >&2; cat "$tmp/err" >&2; exit 1; }
   t1=$(date +%s%N)
   [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr from ${envs[*]} $*:" >&2; cat "$tmp/err" >&2; exit 1; }
-  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb) $(field samples)" >>"$tmp/$tag"
+  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb) $(field samples) $(field cpu_seconds)" >>"$tmp/$tag"
   rm -f "$tmp"/p.*.pb.gz
 }
 
@@ -138,27 +140,30 @@ ir_prof=$(calc %.2f "($p2 - $p1) / ($pairs_n2 - $pairs_n1)")
 ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 
 # ---- cost per sample ----------------------------------------------------------
-per_sample() { # per_sample NAME: median over pairs of (prof - base) loop ns per op
-  paste -d' ' <(col "$tmp/$1.prof" 2) <(col "$tmp/$1.base" 2) |
-    awk -v n="$deep_ops" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
+per_sample() { # per_sample NAME OPS: median over pairs of (prof - base) loop CPU ns per op
+  paste -d' ' <(col "$tmp/$1.prof" 5) <(col "$tmp/$1.base" 5) |
+    awk -v n="$2" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
 }
 declare -A ns
 for depth in $depths; do
   for u in $unwinders; do
+    # libgcc's samples cost some 50 times more: as many seconds, fewer ops
+    n=$deep_ops
+    [ "$u" != libgcc ] || n=$((deep_ops / 20))
     npairs=$deep_runs paired "deep.$u.$depth" "X=1" \
-      "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=$u,$popts" deepfp "$deep_ops" "$depth"
-    ns[$u.$depth]=$(per_sample "deep.$u.$depth")
+      "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=$u,$popts" deepfp "$n" "$depth"
+    ns[$u.$depth]=$(per_sample "deep.$u.$depth" "$n")
   done
   npairs=$deep_runs paired "deep.nofp.$depth" "X=1" \
     "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=libunwind,$popts" deep "$deep_ops" "$depth"
-  ns[nofp.$depth]=$(per_sample "deep.nofp.$depth")
+  ns[nofp.$depth]=$(per_sample "deep.nofp.$depth" "$deep_ops")
 done
 # At the default rate: loop time above the same run without sampling
 # (jemalloc: rate 2^50; glibc: plain) per recorded sample, in ns.
 default_ns() { # default_ns PROF_FILE BASE_FILE
   local p b n
-  p=$(col "$tmp/$1" 2 | median)
-  b=$(col "$tmp/$2" 2 | median)
+  p=$(col "$tmp/$1" 5 | median)
+  b=$(col "$tmp/$2" 5 | median)
   n=$(col "$tmp/$1" 4 | median)
   calc %.1f "($p - $b) * 1e9 / $n"
 }
@@ -166,12 +171,12 @@ default_ns() { # default_ns PROF_FILE BASE_FILE
 # ---- summary --------------------------------------------------------------------
 declare -A loop wall rss_b rss_p
 for c in $configs; do
-  loop[$c]=$(ratio "$c" 2)
+  loop[$c]=$(ratio "$c" 5)
   wall[$c]=$(ratio "$c" 1)
   rss_b[$c]=$(col "$tmp/$c.base" 3 | median)
   rss_p[$c]=$(col "$tmp/$c.prof" 3 | median)
 done
-base_ms() { col "$tmp/$1.base" 2 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
+base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
 
 glibc_ns=$(default_ns glibc1.prof glibc1.base)
@@ -208,7 +213,9 @@ cat <<EOF
 blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
 8-512 KiB (0.1%); $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
 $runs interleaved pairs of profiled / plain; "loop" is the timed workload inside the
-program, "process" the whole run including start-up and the final profile dump.
+program (its CPU time, all threads: the other programs of a shared machine inflate wall
+times, not this), "process" the whole run's wall time including start-up and the final
+profile dump.
 
 | workload | plain loop | loop ratio | process ratio | target | extra peak RSS |
 |---|---|---|---|---|---|
@@ -243,8 +250,8 @@ for depth in $depths; do
 done
 cat <<EOF
 
-Per-sample cost is (profiled loop time - plain loop time) / $deep_ops samples, median of
-$deep_runs paired runs (target at depth 32 with libunwind, the default: <= 1000 ns: $(verdict "${ns[libunwind.32]}" 1000)).
+Per-sample cost is (profiled loop CPU time - plain loop CPU time) / samples ($deep_ops,
+libgcc $((deep_ops / 20))), median of $deep_runs paired runs (target at depth 32 with libunwind, the default: <= 1000 ns: $(verdict "${ns[libunwind.32]}" 1000)).
 It includes everything a sample costs at rate=1: the unwind, the stack table lookup, the
 live-table insert and the matching removal on free. The recursion (\`deepfp\`) is built with
 frame pointers, so fp sees every level and libunwind takes its frame-pointer fast path down
@@ -252,6 +259,6 @@ to libc's start of main; the last column is the same recursion built without the
 (\`deep\`), which libunwind alone unwinds.
 
 At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc
-(profiled loop - plain loop, per recorded sample: an upper bound, since the interposition's
+(profiled loop CPU time - plain loop CPU time, per recorded sample: an upper bound, since the interposition's
 fixed cost is in it)$( [ -z "$jem" ] || echo "; $jem_ns ns per sample over jemalloc (profiled loop - the same with nothing sampled)").
 EOF
