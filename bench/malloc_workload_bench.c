@@ -14,13 +14,19 @@
  *   deep OPS DEPTH       OPS times: recurse DEPTH frames, malloc(64), free;
  *                        with rate=1 every malloc is a sample taken with a
  *                        DEPTH-deep stack: the cost per sample.
+ *   deepfp OPS DEPTH     the same through functions built with frame
+ *                        pointers (deep's are built without).
  *
  * Prints one line of key=value pairs: mode, threads, ops, seconds (the
  * timed loop only, CLOCK_MONOTONIC), maxrss_kb (getrusage, whole process,
- * so it includes the runtime's own memory), checksum (keeps the work alive).
+ * so it includes the runtime's own memory), checksum (keeps the work alive),
+ * samples (the runtime's count of recorded samples; -1 when it is absent),
+ * cpu_seconds (CPU time of the timed loop, all threads).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,15 @@ struct job {
 	int seed;
 	uint64_t checksum;
 };
+
+/* CPU time of the whole process (every thread), seconds: unlike the
+ * wall clock, it does not grow while the machine runs other programs. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double now(void)
 {
@@ -127,26 +142,45 @@ static uint64_t run_pairs(long ops)
 	return sum;
 }
 
-/* Not inlined and not a tail call, so every level is a real frame. */
+/* One level of descend: recurse (self) until depth reaches 0, then
+ * malloc(64) and free it. Not inlined and not a tail call, so every level
+ * is a real frame. */
+#define DESCEND_BODY(self)                                        \
+	if (depth <= 0) {                                         \
+		unsigned char *volatile p = xmalloc(64);          \
+		p[0] = (unsigned char)i;                          \
+		uint64_t v = p[0];                                \
+		free(p);                                          \
+		return v;                                         \
+	}                                                         \
+	uint64_t v = self(depth - 1, i);                          \
+	__asm__ volatile("" : "+r"(v));                           \
+	return v + 1
+
 __attribute__((noinline)) static uint64_t descend(int depth, long i)
 {
-	if (depth <= 0) {
-		unsigned char *volatile p = xmalloc(64);
-		p[0] = (unsigned char)i;
-		uint64_t v = p[0];
-		free(p);
-		return v;
-	}
-	uint64_t v = descend(depth - 1, i);
-	__asm__ volatile("" : "+r"(v));
-	return v + 1;
+	DESCEND_BODY(descend);
 }
 
-static uint64_t run_deep(long ops, int depth)
+/* The same built with frame pointers, as distributions that enable them
+ * build programs: the fp unwinder sees every level, and the libunwind
+ * unwinder's frame-pointer fast path takes them (deep's levels, without
+ * frame pointers, are libunwind's alone). GCC only: bench/run's build. */
+#ifdef __clang__
+#define KEEP_FRAME_POINTER /* clang has no per-function switch */
+#else
+#define KEEP_FRAME_POINTER __attribute__((optimize("no-omit-frame-pointer")))
+#endif
+__attribute__((noinline)) KEEP_FRAME_POINTER static uint64_t descend_fp(int depth, long i)
+{
+	DESCEND_BODY(descend_fp);
+}
+
+static uint64_t run_deep(long ops, int depth, bool fp)
 {
 	uint64_t sum = 0;
 	for (long i = 0; i < ops; i++)
-		sum += descend(depth, i);
+		sum += fp ? descend_fp(depth, i) : descend(depth, i);
 	return sum;
 }
 
@@ -162,34 +196,55 @@ static long arg_long(const char *s, long lo, long hi, const char *what)
 	return v;
 }
 
+/* Samples the runtime recorded so far, through ap_runtime_get_totals
+ * looked up at run time (the program does not link the runtime), or -1
+ * when it is not preloaded. The totals start with five doubles. */
+static long runtime_samples(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, "ap_runtime_get_totals");
+	if (!sym)
+		return -1;
+	int (*get)(void *);
+	memcpy(&get, &sym, sizeof get);
+	_Alignas(8) unsigned char tot[256];
+	if (get(tot) != 0)
+		return -1;
+	uint64_t n;
+	memcpy(&n, tot + 5 * sizeof(double), sizeof n);
+	return (long)n;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: malloc_workload_bench mixed OPS [THREADS] | "
-				"pairs OPS | deep OPS DEPTH\n");
+				"pairs OPS | deep OPS DEPTH | deepfp OPS DEPTH\n");
 		return 1;
 	}
 	const char *mode = argv[1];
 	long ops = arg_long(argv[2], 1, 1L << 40, "OPS");
 	long threads = 1;
 	uint64_t sum;
-	double t0 = now();
+	double t0 = now(), c0 = cpu_now();
 	if (!strcmp(mode, "mixed")) {
 		if (argc > 3)
 			threads = arg_long(argv[3], 1, 64, "THREADS");
 		sum = run_mixed(ops, (int)threads);
 	} else if (!strcmp(mode, "pairs")) {
 		sum = run_pairs(ops);
-	} else if (!strcmp(mode, "deep") && argc > 3) {
-		sum = run_deep(ops, (int)arg_long(argv[3], 0, 10000, "DEPTH"));
+	} else if ((!strcmp(mode, "deep") || !strcmp(mode, "deepfp")) && argc > 3) {
+		sum = run_deep(ops, (int)arg_long(argv[3], 0, 10000, "DEPTH"),
+			       !strcmp(mode, "deepfp"));
 	} else {
 		fprintf(stderr, "malloc_workload_bench: unknown mode '%s'\n", mode);
 		return 1;
 	}
-	double secs = now() - t0;
+	double secs = now() - t0, cpu = cpu_now() - c0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("mode=%s threads=%ld ops=%ld seconds=%.6f maxrss_kb=%ld checksum=%llu\n",
-	       mode, threads, ops, secs, ru.ru_maxrss, (unsigned long long)sum);
+	printf("mode=%s threads=%ld ops=%ld seconds=%.6f maxrss_kb=%ld checksum=%llu "
+	       "samples=%ld cpu_seconds=%.6f\n",
+	       mode, threads, ops, secs, ru.ru_maxrss, (unsigned long long)sum,
+	       runtime_samples(), cpu);
 	return 0;
 }

@@ -3,15 +3,17 @@
  * of the runtime's unwinders (libunwind, libgcc, fp), plus the cost of
  * interning the captured stack, to pick the default unwinder by numbers.
  *
- *   unwind_bench DEPTH REPS
+ *   unwind_bench DEPTH REPS [UNWINDER]
  *
  * Recurses DEPTH frames (built with frame pointers so all three unwinders
  * see the same stack), then captures REPS times with each unwinder in turn
- * and prints "unwinder frames ns_per_capture" lines.
+ * (and with libunwind alone, without the frame-pointer fast path:
+ * "libunwind-only") and prints "unwinder frames ns_per_capture" lines.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "unwinder.h"
@@ -24,17 +26,30 @@ static uint64_t now_ns(void)
 }
 
 static long reps;
+static const char *only; /* the one unwinder to measure, or NULL: all */
+
+/* The three option values, and libunwind without its frame-pointer fast
+ * path (what unwinder=libunwind was before it had one). */
+static const struct {
+	unwinder_kind k;
+	const char *name;
+} kinds[] = { { UNWINDER_LIBUNWIND, "libunwind" },
+	      { UNWINDER_LIBGCC, "libgcc" },
+	      { UNWINDER_FP, "fp" },
+	      { UNWINDER_LIBUNWIND_ONLY, "libunwind-only" } };
 
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) static void measure(void)
 {
 	uintptr_t pcs[UNWIND_DEPTH_MAX];
-	for (int k = 0; k < 3; k++) {
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		if (only && strcmp(only, kinds[i].name) != 0)
+			continue;
 		int n = 0;
 		uint64_t t0 = now_ns();
-		for (long i = 0; i < reps; i++)
-			n = unwind_capture((unwinder_kind)k, pcs, 64);
+		for (long r = 0; r < reps; r++)
+			n = unwind_capture(kinds[i].k, pcs, 64);
 		uint64_t t1 = now_ns();
-		printf("%s %d %.1f\n", unwinder_names[k], n, (double)(t1 - t0) / (double)reps);
+		printf("%s %d %.1f\n", kinds[i].name, n, (double)(t1 - t0) / (double)reps);
 	}
 }
 
@@ -57,11 +72,12 @@ __attribute__((optimize("no-omit-frame-pointer"))) int main(int argc, char **arg
 	}
 	int depth = atoi(argv[1]);
 	reps = atol(argv[2]);
+	only = argc > 3 ? argv[3] : NULL;
 	if (depth < 0 || depth > 200 || reps <= 0)
 		return 1;
-	for (int k = 0; k < 3; k++)
-		if (unwind_prepare((unwinder_kind)k) != 0) {
-			fprintf(stderr, "unwinder %s unavailable\n", unwinder_names[k]);
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (unwind_prepare(kinds[i].k) != 0) {
+			fprintf(stderr, "unwinder %s unavailable\n", kinds[i].name);
 			return 2;
 		}
 	/* main and the C start-up frames add ~3 to DEPTH. */

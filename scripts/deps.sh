@@ -5,7 +5,7 @@
 set -euo pipefail
 level=${1:-test}
 build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev libelf-dev)
-test=(valgrind prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
+test=(valgrind strace prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
       libgoogle-perftools-dev libmimalloc-dev libmimalloc2.0 python3 sqlite3 git curl
       libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin)
 bench=(heaptrack gnuplot-nox hyperfine strace)

@@ -8,15 +8,22 @@
 #   rate, as paired runs whose order alternates (plain first on odd pairs,
 #   profiled first on even ones) so drift on this shared machine hits both
 #   sides; the ratio is the median of the per-pair ratios. Two clocks: the
-#   workload loop (steady state, measured inside the program) and the whole
-#   process (start-up, unwinder warm-up and the final dump included).
+#   workload loop (steady state, CPU time measured inside the program) and the whole
+#   process (wall time: start-up, unwinder warm-up and the final dump included).
 # - Instructions per non-sampled malloc+free pair: callgrind totals of the
 #   pairs kernel with N1 and N2 pairs, plain and under the runtime with a rate
 #   so large nothing is sampled: ((P(N2) - P(N1)) - (B(N2) - B(N1))) / (N2 - N1),
 #   so start-up costs cancel exactly.
-# - Cost per sample: rate=1 makes every malloc a sample; the deep kernel
-#   recurses DEPTH frames before each malloc(64)+free. (loop time under the
-#   runtime - plain loop time) / samples, medians of paired runs.
+# - Cost per sample (CPU time of the loop, which the other programs on a
+#   shared machine do not inflate as they do its wall time): rate=1 makes
+#   every malloc a sample; the deepfp kernel
+#   recurses DEPTH frames (8, 32, 64; built with frame pointers) before each
+#   malloc(64)+free, once per unwinder; the deep kernel (built without them)
+#   with libunwind, its default. (loop time under the runtime - plain loop
+#   time) / samples, medians of paired runs.
+# - Cost per sample at the default rate, page runs and all: from the mixed
+#   runs, (median profiled loop - median loop without sampling) / median
+#   samples recorded (the program prints the runtime's count).
 # - Extra peak RSS: getrusage maxrss of the mixed workload, median profiled
 #   minus median plain.
 set -euo pipefail
@@ -29,10 +36,12 @@ command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2;
 jem=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" && /x86-64/ { print $NF; exit }')
 
 if [ "$quick" = 1 ]; then
-  runs=7 mixed_ops=10000000 deep_ops=20000 pairs_n1=100000 pairs_n2=300000
+  runs=7 mixed_ops=10000000 deep_ops=50000 deep_runs=5 pairs_n1=100000 pairs_n2=300000
 else
-  runs=21 mixed_ops=40000000 deep_ops=100000 pairs_n1=200000 pairs_n2=1200000
+  runs=21 mixed_ops=40000000 deep_ops=200000 deep_runs=9 pairs_n1=200000 pairs_n2=1200000
 fi
+depths="8 32 64"
+unwinders="fp libgcc libunwind"
 huge_rate=1125899906842624 # 2^50 bytes: nothing is sampled
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_runtime.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -62,7 +71,7 @@ one_run() {
     >"$tmp/line" 2>"$tmp/err" || { echo "runtime.sh: run failed: ${envs[*]} $*" >&2; cat "$tmp/err" >&2; exit 1; }
   t1=$(date +%s%N)
   [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr from ${envs[*]} $*:" >&2; cat "$tmp/err" >&2; exit 1; }
-  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb)" >>"$tmp/$tag"
+  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb) $(field samples) $(field cpu_seconds)" >>"$tmp/$tag"
   rm -f "$tmp"/p.*.pb.gz
 }
 
@@ -73,7 +82,7 @@ paired() {
   shift 3
   rm -f "$tmp/$name.base" "$tmp/$name.prof"
   # shellcheck disable=SC2086 # the ENV strings are word lists on purpose
-  for i in $(seq "$runs"); do
+  for i in $(seq "${npairs:-$runs}"); do
     if [ $((i % 2)) = 1 ]; then
       one_run "$name.base" $base -- "$@"
       one_run "$name.prof" $prof -- "$@"
@@ -131,27 +140,48 @@ ir_prof=$(calc %.2f "($p2 - $p1) / ($pairs_n2 - $pairs_n1)")
 ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 
 # ---- cost per sample ----------------------------------------------------------
-for depth in 0 32; do
-  paired "deep$depth" "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,$popts" deep "$deep_ops" "$depth"
-done
-per_sample() { # per_sample NAME: median over pairs of (prof - base) loop ns per op
-  paste -d' ' <(col "$tmp/$1.prof" 2) <(col "$tmp/$1.base" 2) |
-    awk -v n="$deep_ops" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
+per_sample() { # per_sample NAME OPS: median over pairs of (prof - base) loop CPU ns per op
+  paste -d' ' <(col "$tmp/$1.prof" 5) <(col "$tmp/$1.base" 5) |
+    awk -v n="$2" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
 }
-ns0=$(per_sample deep0)
-ns32=$(per_sample deep32)
+declare -A ns
+for depth in $depths; do
+  for u in $unwinders; do
+    # libgcc's samples cost some 50 times more: as many seconds, fewer ops
+    n=$deep_ops
+    [ "$u" != libgcc ] || n=$((deep_ops / 20))
+    npairs=$deep_runs paired "deep.$u.$depth" "X=1" \
+      "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=$u,$popts" deepfp "$n" "$depth"
+    ns[$u.$depth]=$(per_sample "deep.$u.$depth" "$n")
+  done
+  npairs=$deep_runs paired "deep.nofp.$depth" "X=1" \
+    "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=libunwind,$popts" deep "$deep_ops" "$depth"
+  ns[nofp.$depth]=$(per_sample "deep.nofp.$depth" "$deep_ops")
+done
+# At the default rate: loop time above the same run without sampling
+# (jemalloc: rate 2^50; glibc: plain) per recorded sample, in ns.
+default_ns() { # default_ns PROF_FILE BASE_FILE
+  local p b n
+  p=$(col "$tmp/$1" 5 | median)
+  b=$(col "$tmp/$2" 5 | median)
+  n=$(col "$tmp/$1" 4 | median)
+  calc %.1f "($p - $b) * 1e9 / $n"
+}
 
 # ---- summary --------------------------------------------------------------------
 declare -A loop wall rss_b rss_p
 for c in $configs; do
-  loop[$c]=$(ratio "$c" 2)
+  loop[$c]=$(ratio "$c" 5)
   wall[$c]=$(ratio "$c" 1)
   rss_b[$c]=$(col "$tmp/$c.base" 3 | median)
   rss_p[$c]=$(col "$tmp/$c.prof" 3 | median)
 done
-base_ms() { col "$tmp/$1.base" 2 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
+base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
 
+glibc_ns=$(default_ns glibc1.prof glibc1.base)
+jem_ns=nan
+[ -z "$jem" ] || jem_ns=$(default_ns jem1.prof jemfast.prof)
 mkdir -p "$out"
 {
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
@@ -163,7 +193,11 @@ mkdir -p "$out"
   done
   printf '},\n "callgrind":{"n1":%s,"n2":%s,"base_ir_per_pair":%s,"prof_ir_per_pair":%s,"extra_ir_per_pair":%s},\n' \
     "$pairs_n1" "$pairs_n2" "$ir_base" "$ir_prof" "$ir_extra"
-  printf ' "per_sample_ns":{"depth0":%s,"depth32":%s,"ops":%s}}\n' "$ns0" "$ns32" "$deep_ops"
+  printf ' "per_sample_ns":{"ops":%s,"pairs":%s' "$deep_ops" "$deep_runs"
+  for k in "${!ns[@]}"; do printf ',"%s":%s' "$k" "${ns[$k]}"; done
+  printf '},\n "default_rate_sample_ns":{"glibc1":%s' "$glibc_ns"
+  [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s' "$jem_ns"
+  printf '}}\n'
 } >"$out/runtime.json"
 
 row() { # row CONFIG LABEL TARGET
@@ -179,7 +213,9 @@ cat <<EOF
 blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
 8-512 KiB (0.1%); $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
 $runs interleaved pairs of profiled / plain; "loop" is the timed workload inside the
-program, "process" the whole run including start-up and the final profile dump.
+program (its CPU time, all threads: the other programs of a shared machine inflate wall
+times, not this), "process" the whole run's wall time including start-up and the final
+profile dump.
 
 | workload | plain loop | loop ratio | process ratio | target | extra peak RSS |
 |---|---|---|---|---|---|
@@ -188,7 +224,7 @@ $(row glibc2 "glibc, 2 threads" "<= 1.05x: $(verdict "${loop[glibc2]}" 1.05)")
 EOF
 if [ -n "$jem" ]; then
   cat <<EOF
-$(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.10x: $(verdict "${loop[jem1]}" 1.10)")
+$(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.05x: $(verdict "${loop[jem1]}" 1.05)")
 $(row jemfast "of which interposition alone: allocprof over jemalloc, nothing sampled (rate 2^50)" "-")
 $(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
 EOF
@@ -206,12 +242,23 @@ cat <<EOF
 
 Measured as the difference of runs with $pairs_n1 and $pairs_n2 pairs, so start-up cancels.
 
-| cost per sample (rate=1: every malloc(64) sampled, freed at once) | ns per sampled malloc+free |
-|---|---|
-| stack depth ~3 (kernel called from main) | $ns0 |
-| 32 extra frames of recursion before each malloc | $ns32 |
+| cost per sample (rate=1: every malloc(64) sampled and freed at once), ns per sampled malloc+free | fp | libgcc | libunwind | libunwind, program without frame pointers |
+|---|---|---|---|---|
+EOF
+for depth in $depths; do
+  echo "| $depth frames of recursion before each malloc | ${ns[fp.$depth]} | ${ns[libgcc.$depth]} | ${ns[libunwind.$depth]} | ${ns[nofp.$depth]} |"
+done
+cat <<EOF
 
-Per-sample cost is (profiled loop time - plain loop time) / $deep_ops samples, median of
-$runs paired runs; it includes the unwind, the stack table lookup, the live-table insert and
-the matching removal on free.
+Per-sample cost is (profiled loop CPU time - plain loop CPU time) / samples ($deep_ops,
+libgcc $((deep_ops / 20))), median of $deep_runs paired runs (target at depth 32 with libunwind, the default: <= 1000 ns: $(verdict "${ns[libunwind.32]}" 1000)).
+It includes everything a sample costs at rate=1: the unwind, the stack table lookup, the
+live-table insert and the matching removal on free. The recursion (\`deepfp\`) is built with
+frame pointers, so fp sees every level and libunwind takes its frame-pointer fast path down
+to libc's start of main; the last column is the same recursion built without them
+(\`deep\`), which libunwind alone unwinds.
+
+At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc
+(profiled loop CPU time - plain loop CPU time, per recorded sample: an upper bound, since the interposition's
+fixed cost is in it)$( [ -z "$jem" ] || echo "; $jem_ns ns per sample over jemalloc (profiled loop - the same with nothing sampled)").
 EOF

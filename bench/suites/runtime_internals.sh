@@ -5,8 +5,10 @@
 #    design 2's address-range test (what the runtime's free does), and per
 #    insert+remove pair (a sampled allocation's set cost), all as
 #    differences to the bare loop;
-#  - stack capture: ns per capture at depth 32 for libunwind, libgcc and
-#    frame pointers (medians of several runs), which decides the default.
+#  - stack capture: ns per capture at depths 8, 32 and 64 for libunwind (with
+#    its frame-pointer fast path), libgcc, frame pointers and libunwind alone
+#    (medians of several runs), and callgrind instructions per capture at
+#    depth 32 (the difference of two run lengths, so start-up cancels).
 # Usage (from bench/run): bash runtime_internals.sh BUILD_DIR OUT_DIR QUICK
 set -euo pipefail
 build=$1 out=$2 quick=${3:-0}
@@ -36,13 +38,33 @@ for _ in $(seq "$runs"); do
   for m in baseline set-miss range-check insert-remove; do
     "$b/sampled_set_bench" "$m" "$n" 1000 >> "$tmp/ns"
   done
-  "$b/unwind_bench" 32 "$reps" >> "$tmp/ns"
+  for d in 8 32 64; do
+    "$b/unwind_bench" "$d" "$reps" | sed "s/^/d$d./" >> "$tmp/ns"
+  done
+done
+kinds="libunwind libgcc fp libunwind-only"
+declare -A u_ns u_fr u_ir
+for k in $kinds; do
+  a=$(ir "$b/unwind_bench" 32 1000 "$k")
+  c=$(ir "$b/unwind_bench" 32 3000 "$k")
+  u_ir[$k]=$(per_op "$c" "$a" 2000)
 done
 med() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$tmp/ns" | median; }
 ns_base=$(med baseline 3) ns_miss=$(med set-miss 3) ns_range=$(med range-check 3)
 ns_insrem=$(med insert-remove 3)
-u_lib=$(med libunwind 3) u_gcc=$(med libgcc 3) u_fp=$(med fp 3)
-f_lib=$(med libunwind 2) f_gcc=$(med libgcc 2) f_fp=$(med fp 2)
+for d in 8 32 64; do
+  for k in $kinds; do
+    u_ns[$k.$d]=$(med "d$d.$k" 3)
+    u_fr[$k.$d]=$(med "d$d.$k" 2)
+  done
+done
+json_map() { # json_map ARRAY-NAME: {"key":value,...}
+  local -n m=$1
+  local sep="" k
+  printf '{'
+  for k in "${!m[@]}"; do printf '%s"%s":%s' "$sep" "$k" "${m[$k]}"; sep=","; done
+  printf '}'
+}
 
 cat > "$out/runtime_internals.json" <<JSON
 {"suite":"runtime_internals","n":$n,"runs":$runs,
@@ -50,8 +72,9 @@ cat > "$out/runtime_internals.json" <<JSON
  "sampled_set_insert_remove_instructions":$insrem_ir,
  "free_check_ns":{"loop":$ns_base,"sampled_set_miss":$ns_miss,"address_range":$ns_range},
  "sampled_set_insert_remove_ns":$ns_insrem,
- "unwind_ns_depth32":{"libunwind":$u_lib,"libgcc":$u_gcc,"fp":$u_fp},
- "unwind_frames_depth32":{"libunwind":$f_lib,"libgcc":$f_gcc,"fp":$f_fp}}
+ "unwind_ns":$(json_map u_ns),
+ "unwind_frames":$(json_map u_fr),
+ "unwind_instructions_depth32":$(json_map u_ir)}
 JSON
 
 cat <<MD
@@ -81,15 +104,23 @@ allocator underneath does not know them (its own APIs, e.g. jemalloc's
 sallocx/sdallocx, and its statistics miss them). The whole fast path's cost
 is in "Runtime overhead" (callgrind, malloc+free pairs).
 
-**Stack capture** at depth 32 (median ns, and the frames each unwinder found):
+**Stack capture** (\`bench/unwind_bench\`: a recursion built with frame pointers, one capture
+repeated; median ns over $runs runs of $reps captures, frames found at depth 8 / 32 / 64, and
+callgrind instructions per capture at depth 32):
 
-| unwinder | ns per capture | frames |
-|---|---:|---:|
-| libunwind \`unw_backtrace\` | $u_lib | $f_lib |
-| libgcc \`_Unwind_Backtrace\` | $u_gcc | $f_gcc |
-| frame pointers | $u_fp | $f_fp |
+| unwinder | depth 8 | depth 32 | depth 64 | frames | Ir at 32 |
+|---|---:|---:|---:|---|---:|
+| libunwind (the default: frame-pointer fast path, libunwind below it) | ${u_ns[libunwind.8]} | ${u_ns[libunwind.32]} | ${u_ns[libunwind.64]} | ${u_fr[libunwind.8]} / ${u_fr[libunwind.32]} / ${u_fr[libunwind.64]} | ${u_ir[libunwind]} |
+| libgcc \`_Unwind_Backtrace\` | ${u_ns[libgcc.8]} | ${u_ns[libgcc.32]} | ${u_ns[libgcc.64]} | ${u_fr[libgcc.8]} / ${u_fr[libgcc.32]} / ${u_fr[libgcc.64]} | ${u_ir[libgcc]} |
+| frame pointers | ${u_ns[fp.8]} | ${u_ns[fp.32]} | ${u_ns[fp.64]} | ${u_fr[fp.8]} / ${u_fr[fp.32]} / ${u_fr[fp.64]} | ${u_ir[fp]} |
+| libunwind alone (\`unw_backtrace\`, what the default was before its fast path) | ${u_ns[libunwind-only.8]} | ${u_ns[libunwind-only.32]} | ${u_ns[libunwind-only.64]} | ${u_fr[libunwind-only.8]} / ${u_fr[libunwind-only.32]} / ${u_fr[libunwind-only.64]} | ${u_ir[libunwind-only]} |
 
-The default is libunwind: the fastest unwinder that still sees through code built
-without frame pointers (Debian's libc and most distribution binaries); \`unwinder=fp\`
-is the cheap choice for programs built with \`-fno-omit-frame-pointer\`.
+The default is libunwind: it sees through code built without frame pointers (Debian's libc
+and most distribution binaries). Its fast path walks frame records for as long as each
+function on the way sets up a frame pointer (checked once per return address) and lets
+libunwind take over at the first that does not, reusing the frames below it (libc's start
+of main or of a thread) while their stack slots are unchanged; so on a program built with
+frame pointers it costs little more than \`unwinder=fp\` and finds libunwind's frames
+(fp stops at libc's first frame). Capture is most of a sample's cost but not all of it:
+"Runtime overhead" has the whole cost per sample.
 MD

@@ -4,8 +4,10 @@
  *
  * sigaction and signal, so that a program sees the default action for a
  * signal the runtime is watching for dump_on=, and so that any handler the
- * program installs takes the signal over from the runtime. Signals the
- * runtime does not watch go straight to libc's sigaction.
+ * program installs takes the signal over from the runtime. Every handler
+ * the program installs for an asynchronous signal is wrapped in the
+ * runtime's trampoline, which holds the signal back while the thread is
+ * inside the runtime (sigmask.c); the program still sees its own action.
  *
  * dlclose, so that the mappings of an object about to be unloaded are
  * remembered and samples taken in it can still be symbolised.

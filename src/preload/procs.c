@@ -15,9 +15,9 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <linux/kcmp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +28,7 @@
 #include "detect.h"
 #include "dump.h"
 #include "runtime_core.h"
+#include "unwinder.h"
 
 #define NSIG_MAX 64
 
@@ -116,7 +117,7 @@ bool procs_signal_dumps_armed(void)
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig <= 0 || sig >= NSIG_MAX || !atomic_load(&owned[sig]))
-		return call_real(sig, act, old);
+		return rt_sig_action(sig, act, old, call_real);
 	struct sigaction before = shown[sig];
 	if (act) {
 		if (act->sa_handler == SIG_DFL) {
@@ -125,7 +126,7 @@ int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		} else {
 			/* The program's own handler (or SIG_IGN) replaces ours. */
 			atomic_store(&owned[sig], false);
-			if (call_real(sig, act, NULL) != 0) {
+			if (rt_sig_action(sig, act, NULL, call_real) != 0) {
 				atomic_store(&owned[sig], true);
 				return -1;
 			}
@@ -160,6 +161,8 @@ void procs_init(void)
 	void *f = dlsym(RT_NEXT_HANDLE, "sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);
+	/* Before the runtime's own handlers go in: those it never wraps. */
+	rt_sig_wrap_existing(call_real);
 	if (!rt.opt.dump_at_exit)
 		return; /* a signal's profile stands in for the exit's */
 	for (int s = 1; s < NSIG_MAX; s++)
@@ -210,7 +213,10 @@ int procs_dlclose(void *handle)
 			return -1;
 		memcpy(&real_dlclose, &f, sizeof f);
 	}
-	return real_dlclose(handle);
+	int rc = real_dlclose(handle);
+	/* Code at the object's addresses may be another object's next. */
+	unwind_forget_code();
+	return rc;
 }
 
 /* ---- names ----------------------------------------------------------------- */

@@ -17,8 +17,8 @@
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
  * inside a dump -- skips sampling and goes straight to the real allocator.
- * rt_enter/rt_leave set it with the thread's asynchronous signals blocked
- * (runtime_core.h), so no handler of the program ever runs in between.
+ * rt_enter/rt_leave set it so that no handler of the program ever runs in
+ * between (held back or blocked, runtime_core.h).
  *
  * Thread exit. Per-thread state is initial-exec TLS with no destructor: it
  * lives exactly as long as the thread, so frees made by other libraries'
@@ -560,7 +560,9 @@ void *rt_realloc_range(void *p, size_t n)
 	}
 	ap_sample_info info;
 	bool sampled = ap_sampler_should_sample(&rt_tls.sampler, n) && rt_sample_begin(n, &info);
-	rt_tls.guard += !sampled;
+	/* Inside the runtime either way (sampled: since rt_sample_begin), so a
+	 * signal held back meanwhile is let in by rt_leave. */
+	uint64_t m = sampled ? 0 : rt_enter();
 	void *q = p;
 	if (!region_resize(&rt_region, p, n, NULL)) {
 		q = region_alloc_run(&rt_region, n, 0, false, 2 * old, NULL);
@@ -578,7 +580,7 @@ void *rt_realloc_range(void *p, size_t n)
 	if (sampled)
 		rt_sample_end(q, &info);
 	else
-		rt_tls.guard--;
+		rt_leave(m);
 	return q; /* NULL: p untouched, still the program's */
 }
 

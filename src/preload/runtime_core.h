@@ -54,22 +54,49 @@ typedef struct rt_thread {
 	uint32_t gen;
 	bool listed;
 	struct rt_thread *reg_next, *reg_prev;
+	uint64_t deferred;  /* signals held back while inside (sigmask.c) */
 } rt_thread;
 
 /*
- * Signals and re-entry. Wherever the runtime sets a thread's guard or takes
- * a lock it blocks the asynchronous signals in that thread (rt_sigs_block,
- * one rt_sigprocmask system call each way, on slow paths only), so no
- * handler of the program runs while the thread is inside the runtime: a
- * handler never finds a runtime lock held by its own thread (a free of a
- * sampled block, exit() and its dump), and a siglongjmp out of a handler
- * can never leave a guard set or a lock held. Synchronous signals
- * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) stay
- * unblocked: blocking them would turn a fault into a kill without the
- * program's handler; glibc's internal signals (32, 33) stay unblocked too.
+ * Signals and re-entry. No handler of the program may run while its thread
+ * is inside the runtime (guard set, or a runtime lock held): it could find
+ * a runtime lock held by its own thread (a free of a sampled block, exit()
+ * and its dump), and a siglongjmp out of it could leave a guard set or a
+ * lock held. sigmask.c wraps every handler the program installs through
+ * sigaction/signal in a trampoline that, when the thread is inside, holds
+ * the signal back (blocked in the interrupted context and queued again
+ * with its siginfo) until rt_leave drops the guard to zero and unblocks
+ * it. So entering and leaving cost no system call. A caught asynchronous
+ * signal whose handler is not wrapped (installed before the runtime in a
+ * way it could not see, or with SA_RESETHAND) sets a bit in
+ * rt_sigs_unwrapped, and while any is set rt_enter blocks the asynchronous
+ * signals instead (one rt_sigprocmask each way). Synchronous signals
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) and glibc's
+ * internal ones (32, 33) are neither wrapped nor blocked: a fault must
+ * reach the program's handler or kill it.
+ *
+ * Outside the runtime a handler may interrupt the allocator underneath
+ * (the fast paths' tail calls, the real free after a sampled block's
+ * record is gone) while it holds its lock. A handler calling exit() there
+ * runs the dump at exit with that lock held, so the exit path keeps away
+ * from the allocator, libc's calls included (opendir was one: procs.c).
  */
+#include <signal.h>
 uint64_t rt_sigs_block(void);   /* returns the mask to restore */
 void rt_sigs_restore(uint64_t old);
+/* Unblock the signals held back on this thread (guard back at zero). */
+void rt_sigs_release(void);
+/* Caught asynchronous signals whose handler is not wrapped (bit s - 1). */
+extern _Atomic uint64_t rt_sigs_unwrapped;
+/* rt_enter's "no mask to restore": the kernel never blocks SIGKILL, so no
+ * saved mask has every bit set. */
+#define RT_SIGS_NONE UINT64_MAX
+/* sigaction as the program sees it: its handlers wrapped, its view kept.
+ * real is libc's sigaction. Async-signal-safe. */
+int rt_sig_action(int sig, const struct sigaction *act, struct sigaction *old,
+		  int (*real)(int, const struct sigaction *, struct sigaction *));
+/* Wrap the handlers installed before the runtime initialised. */
+void rt_sig_wrap_existing(int (*real)(int, const struct sigaction *, struct sigaction *));
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
 
@@ -137,19 +164,31 @@ extern RT_HIDDEN const char *rt_attach_options;
  * preloaded jemalloc). */
 #define RT_NEXT_HANDLE (rt_attached ? RTLD_DEFAULT : RTLD_NEXT)
 
-/* Enter the runtime on this thread: signals blocked, then the guard set;
- * rt_leave undoes both. Pairs nest (each restores the mask it saved). */
+/* Enter the runtime on this thread: the guard set (and, while some caught
+ * asynchronous signal has an unwrapped handler, those signals blocked);
+ * rt_leave undoes both and lets held-back signals in. Pairs nest (each
+ * restores the mask it saved). The signal fences keep the compiler from
+ * moving the guard's updates across the code they protect: the trampoline
+ * reading it runs on this same thread. */
 static inline uint64_t rt_enter(void)
 {
-	uint64_t old = rt_sigs_block();
+	uint64_t old = RT_SIGS_NONE;
+	if (atomic_load_explicit(&rt_sigs_unwrapped, memory_order_relaxed))
+		old = rt_sigs_block();
 	rt_tls.guard++;
+	atomic_signal_fence(memory_order_seq_cst);
 	return old;
 }
 
 static inline void rt_leave(uint64_t old)
 {
+	atomic_signal_fence(memory_order_seq_cst);
 	rt_tls.guard--;
-	rt_sigs_restore(old);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (old != RT_SIGS_NONE)
+		rt_sigs_restore(old);
+	if (!rt_tls.guard && rt_tls.deferred)
+		rt_sigs_release();
 }
 
 /* Initialise the runtime once (idempotent, thread-safe). */

@@ -7,12 +7,24 @@
  */
 #include "stack_table.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../lib/hash.h"
 #include "allocprof/common.h"
 
 #define INIT_BUCKETS 1024
+
+/*
+ * The stack this thread interned last, and the table it belongs to (by
+ * generation: a table at a recycled address is another table). A program
+ * sampled in a loop mostly repeats its last stack, and comparing the
+ * frames is cheaper than hashing them; stacks are immutable once interned
+ * and live as long as their table, so no lock is needed to compare.
+ */
+static _Atomic uint64_t table_gens;
+static __thread const stack *last_stack;
+static __thread uint64_t last_gen;
 
 /* Per frame a multiply and a fold (cheap: every sample hashes its whole
  * stack), then one full finaliser so the bucket bits depend on all frames. */
@@ -36,6 +48,7 @@ int table_init(stack_table *t, arena *a)
 	memset(t, 0, sizeof *t);
 	pthread_mutex_init(&t->lock, NULL);
 	t->a = a;
+	t->gen = atomic_fetch_add(&table_gens, 1) + 1;
 	t->stacks = arena_alloc(a, INIT_BUCKETS * sizeof *t->stacks);
 	t->sites = arena_alloc(a, INIT_BUCKETS * sizeof *t->sites);
 	if (!t->stacks || !t->sites)
@@ -91,7 +104,23 @@ static void grow_sites(stack_table *t)
 	t->site_cap = cap;
 }
 
+static stack *intern_stack_hashed(stack_table *t, const uintptr_t *pcs, int depth);
+
 static stack *intern_stack(stack_table *t, const uintptr_t *pcs, int depth)
+{
+	const stack *l = last_stack;
+	if (l && last_gen == t->gen && l->depth == (uint32_t)depth &&
+	    memcmp(l->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+		return (stack *)(uintptr_t)l;
+	stack *found = intern_stack_hashed(t, pcs, depth);
+	if (found) {
+		last_stack = found;
+		last_gen = t->gen;
+	}
+	return found;
+}
+
+static stack *intern_stack_hashed(stack_table *t, const uintptr_t *pcs, int depth)
 {
 	uint64_t h = hash_stack(pcs, depth);
 	size_t b = h & (t->stack_cap - 1);

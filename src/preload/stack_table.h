@@ -84,6 +84,7 @@ typedef struct table_totals {
 typedef struct stack_table {
 	pthread_mutex_t lock;
 	arena *a;
+	uint64_t gen;    /* this table's number in the process (1, 2, ...) */
 	stack **stacks;  /* hash buckets */
 	size_t stack_cap, nstacks;
 	site **sites;    /* hash buckets */

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -175,13 +176,20 @@ static void stack_bounds(void)
 	pthread_attr_destroy(&attr);
 }
 
-__attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
+static inline bool fn_keeps_fp(uintptr_t ret);
+
+/*
+ * The frame-pointer walk from frame record fp on the stack [lo, hi). With
+ * `mixed` (the libunwind unwinder's fast path) it also stops after the
+ * return address of a function without a frame pointer, whose frame
+ * record it would read next: *stop is then the record that address came
+ * from, else NULL.
+ */
+static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_t lo,
+			  uintptr_t hi, bool mixed, const uintptr_t **stop)
 {
-	if (stack_hi == 0)
-		stack_bounds();
-	uintptr_t lo = stack_lo, hi = stack_hi;
-	const uintptr_t *fp = __builtin_frame_address(0);
 	int n = 0;
+	*stop = NULL;
 	while (n < max) {
 		uintptr_t f = (uintptr_t)fp;
 		if (f < lo || f + 2 * sizeof(uintptr_t) > hi || (f & (sizeof(uintptr_t) - 1)))
@@ -190,12 +198,25 @@ __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 		if (ret == 0)
 			break;
 		pcs[n++] = ret;
+		/* The runtime's own functions are built with frame pointers. */
+		if (mixed && (ret < self_lo || ret >= self_hi) && !fn_keeps_fp(ret)) {
+			*stop = fp;
+			break;
+		}
 		const uintptr_t *next = (const uintptr_t *)fp[0];
 		if ((uintptr_t)next <= f)
 			break;
 		fp = next;
 	}
 	return n;
+}
+
+__attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
+{
+	if (stack_hi == 0)
+		stack_bounds();
+	const uintptr_t *stop;
+	return fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, false, &stop);
 }
 
 /*
@@ -226,6 +247,206 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
 	}
 	return n;
 }
+
+/* ---- libunwind with a frame-pointer fast path ------------------------ */
+
+#if defined(__x86_64__)
+/*
+ * Does the function containing return address ret keep a frame pointer?
+ * It does when its first bytes hold push %rbp; mov %rsp,%rbp: at its start
+ * (after an optional endbr64), or a little further when the compiler
+ * shrink-wrapped the set-up past an early exit that makes no call (the
+ * runtime's own malloc does). Either way %rbp is its frame pointer at every
+ * call it makes, so the frame record its callee saved is its own. The
+ * start comes from the unwind tables (unw_get_proc_info_by_ip), once per
+ * return address: the answers sit in a direct-mapped cache of
+ * (ret << 1 | verdict) words, shared by all threads (one word per entry:
+ * no torn reads; a collision only costs a lookup again). A function judged
+ * without one goes to libunwind: correct, only slower.
+ */
+#define FPFN_CACHE 4096
+static _Atomic uintptr_t fpfn_cache[FPFN_CACHE];
+
+/* Bytes of a function searched for its frame-pointer set-up. */
+#define FP_SETUP_WINDOW 64
+
+static bool prologue_keeps_fp(const unsigned char *c, uintptr_t len)
+{
+	if (len > FP_SETUP_WINDOW)
+		len = FP_SETUP_WINDOW;
+	for (uintptr_t i = 0; i + 4 <= len; i++)
+		if (c[i] == 0x55 && c[i + 1] == 0x48 &&
+		    ((c[i + 2] == 0x89 && c[i + 3] == 0xe5) ||
+		     (c[i + 2] == 0x8b && c[i + 3] == 0xec)))
+			return true;
+	return false;
+}
+
+void unwind_forget_code(void)
+{
+	for (size_t i = 0; i < FPFN_CACHE; i++)
+		atomic_store_explicit(&fpfn_cache[i], 0, memory_order_relaxed);
+}
+
+/* fn_keeps_fp's cache miss: look the function up and judge it. */
+__attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i)
+{
+	unw_proc_info_t pi;
+	/* ret - 1: a call to a noreturn function may end its caller. The
+	 * bytes read lie in [start, ret), inside the function. */
+	bool ok = unw_get_proc_info_by_ip(unw_local_addr_space, ret - 1, &pi, NULL) == 0 &&
+		  pi.start_ip && pi.start_ip < ret &&
+		  prologue_keeps_fp((const unsigned char *)pi.start_ip, ret - pi.start_ip);
+	atomic_store_explicit(&fpfn_cache[i], ret << 1 | ok, memory_order_relaxed);
+	return ok;
+}
+
+static inline bool fn_keeps_fp(uintptr_t ret)
+{
+	size_t i = (size_t)(((uint64_t)ret * 0x9e3779b97f4a7c15ULL) >> 52) & (FPFN_CACHE - 1);
+	uintptr_t e = atomic_load_explicit(&fpfn_cache[i], memory_order_relaxed);
+	if (AP_LIKELY(e >> 1 == ret))
+		return e & 1;
+	return fn_keeps_fp_lookup(ret, i);
+}
+
+/*
+ * The frames below a function without a frame pointer, remembered per
+ * thread. Every stack ends in such functions (libc's start of main or of a
+ * thread), and stepping through them with libunwind costs microseconds
+ * (each unw_step looks the function up again, with every signal blocked
+ * around it), while they are the same activations sample after sample. An
+ * entry is keyed by the first such frame (its return address and stack
+ * pointer) and keeps, for each frame below, the stack slot its return
+ * address was read from (on the thread's own stack, below the current
+ * frame, so mapped while we run): it is used only while every slot still
+ * holds the same address.
+ * Tails through a signal frame (whose resumed address is not a return
+ * address slot) or longer than TAIL_MAX are not kept.
+ */
+#define TAIL_MAX 24
+#define TAIL_ENTRIES 2
+typedef struct tail {
+	uintptr_t ip, sp; /* the key; ip == 0: empty */
+	int n;
+	uintptr_t pcs[TAIL_MAX], slots[TAIL_MAX];
+} tail;
+static __thread tail tails[TAIL_ENTRIES];
+static __thread unsigned tail_next;
+
+static int tail_lookup(uintptr_t *out, int room, uintptr_t ip, uintptr_t sp)
+{
+	for (int e = 0; e < TAIL_ENTRIES; e++) {
+		const tail *t = &tails[e];
+		if (t->ip != ip || t->sp != sp)
+			continue;
+		int n = t->n < room ? t->n : room;
+		for (int k = 0; k < n; k++) {
+			if (*(const uintptr_t *)t->slots[k] != t->pcs[k])
+				return -1;
+			out[k] = t->pcs[k];
+		}
+		return n;
+	}
+	return -1;
+}
+
+/*
+ * Continue with libunwind from the frame of a function without a frame
+ * pointer: ip its return address (already stored), sp the stack pointer
+ * just after that return (the frame record's address + 16), bp the %rbp
+ * it had (the frame record's saved one). Its unwind tables say where its
+ * caller's frame is from sp alone, which is exact; other callee-saved
+ * registers are what they are now, as good as any unwind from here. The
+ * frames found go into the thread's tail cache when they qualify.
+ */
+__attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintptr_t ip,
+						 uintptr_t sp, uintptr_t bp)
+{
+	int n = tail_lookup(out, room, ip, sp);
+	if (n >= 0)
+		return n;
+	unw_context_t uc;
+	unw_cursor_t cur;
+	if (unw_getcontext(&uc) != 0)
+		return 0;
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	if (unw_init_local(&cur, &uc) != 0)
+		return 0;
+	tail *t = &tails[tail_next++ % TAIL_ENTRIES];
+	t->ip = 0; /* filled below; empty if it does not qualify */
+	bool keep = true;
+	unw_word_t x, csp;
+	n = 0;
+	while (n < room) {
+		keep = keep && !unw_is_signal_frame(&cur);
+		if (unw_step(&cur) <= 0 || unw_get_reg(&cur, UNW_REG_IP, &x) != 0 || !x)
+			break;
+		out[n] = (uintptr_t)x;
+		if (n < TAIL_MAX && unw_get_reg(&cur, UNW_REG_SP, &csp) == 0 &&
+		    csp > stack_lo && csp <= stack_hi) {
+			/* x86-64: a return address sits just below the CFA,
+			 * which is the caller's stack pointer. */
+			t->pcs[n] = (uintptr_t)x;
+			t->slots[n] = (uintptr_t)csp - sizeof(uintptr_t);
+		} else {
+			keep = false;
+		}
+		n++;
+	}
+	/* Only a tail followed to its end stands for later captures, which
+	 * may have more room. */
+	if (keep && n < room && n <= TAIL_MAX) {
+		t->n = n;
+		t->sp = sp;
+		t->ip = ip;
+	}
+	return n;
+}
+
+/*
+ * The libunwind unwinder: the frame-pointer walk for as long as each
+ * function on the way keeps a frame pointer (fn_keeps_fp), libunwind from
+ * the first one that does not (every stack ends in one: libc's start of
+ * main or of a thread). A stack whose first function of the program has
+ * none goes to unw_backtrace whole (its cached fast trace beats stepping).
+ */
+__attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
+{
+	if (stack_hi == 0)
+		stack_bounds();
+	if (stack_hi <= 1)
+		return unw_backtrace((void **)pcs, max);
+	const uintptr_t *stop;
+	int n = fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, true, &stop);
+	if (!stop)
+		return n;
+	int own = 0;
+	while (own < n && pcs[own] >= self_lo && pcs[own] < self_hi)
+		own++;
+	if (n == own + 1)
+		return unw_backtrace((void **)pcs, max);
+	return n + dwarf_from(pcs + n, max - n, pcs[n - 1],
+			      (uintptr_t)stop + 2 * sizeof(uintptr_t), stop[0]);
+}
+#else
+void unwind_forget_code(void)
+{
+}
+
+static inline bool fn_keeps_fp(uintptr_t ret)
+{
+	(void)ret;
+	return false;
+}
+
+static int capture_mixed(uintptr_t *pcs, int max)
+{
+	return unw_backtrace((void **)pcs, max);
+}
+#endif
 
 /*
  * Room left below sp on the stack it is on: the thread's stack, or the
@@ -261,9 +482,14 @@ int unwind_prepare(unwinder_kind k)
 	}
 	switch (k) {
 	case UNWINDER_LIBUNWIND:
+	case UNWINDER_LIBUNWIND_ONLY:
 		/* Before libunwind initialises: it would open its pipe. */
 		if (unwind_nofd_install() != 0)
 			return AP_EUNSUPPORTED;
+		/* Per-thread caches of unwind rules: the global one takes a
+		 * lock with every signal blocked, two rt_sigprocmask calls per
+		 * unw_step (the fast path's steps below libc's frames). */
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 		/* The first unw_backtrace builds libunwind's caches. */
 		unw_backtrace((void **)tmp, UNWIND_SELF_MAX);
 		return 0;
@@ -328,9 +554,12 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 	case UNWINDER_FP_CHECKED:
 		n = capture_fp_checked(cap_buf, want);
 		break;
+	case UNWINDER_LIBUNWIND_ONLY:
+		n = unw_backtrace((void **)cap_buf, want);
+		break;
 	case UNWINDER_LIBUNWIND:
 	default:
-		n = unw_backtrace((void **)cap_buf, want);
+		n = capture_mixed(cap_buf, want);
 		break;
 	}
 	int skip = 0;

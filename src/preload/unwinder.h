@@ -2,7 +2,12 @@
  * unwinder.h: capturing the call stack of a sampled allocation.
  *
  * Three unwinders, chosen by ALLOCPROF_OPTIONS unwinder=:
- *   libunwind  unw_backtrace (nongnu libunwind; caches unwind info),
+ *   libunwind  nongnu libunwind (caches unwind info), behind a fast path:
+ *              the frame-pointer walk for as long as each function on the
+ *              way starts by setting up a frame pointer (checked once per
+ *              return address), libunwind's steps from the first that does
+ *              not; so the stack is libunwind's, at fp's cost where the
+ *              code keeps frame pointers,
  *   libgcc     _Unwind_Backtrace from libgcc_s (lock-free on glibc 2.35+
  *              thanks to _dl_find_object),
  *   fp         frame-pointer walk, bounded by the thread's stack; cheapest,
@@ -34,7 +39,10 @@ typedef enum unwinder_kind {
 	UNWINDER_LIBGCC = 1,
 	UNWINDER_FP = 2,
 	/* Internal (no option name): the checked walk for small stacks. */
-	UNWINDER_FP_CHECKED = 3
+	UNWINDER_FP_CHECKED = 3,
+	/* Internal (no option name): unw_backtrace alone, without the
+	 * frame-pointer fast path UNWINDER_LIBUNWIND takes; for comparison. */
+	UNWINDER_LIBUNWIND_ONLY = 4
 } unwinder_kind;
 
 /* Option names, index = unwinder_kind, NULL-terminated. */
@@ -74,6 +82,11 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
 void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
+
+/* Forget what the fast path learnt about functions (whether each keeps a
+ * frame pointer): after dlclose, other code may come to those addresses.
+ * Async-signal-safe. */
+void unwind_forget_code(void);
 
 /* Make libunwind's memory checks descriptor-free (unwind_nofd.c); before
  * its first use. 0, or AP_EUNSUPPORTED when its object cannot be patched. */

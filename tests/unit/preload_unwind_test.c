@@ -4,6 +4,8 @@
  * range given to unwind_set_self. AP_TEST_OWN_FRAMES: built with every
  * call a real frame in any build type (tests/CMakeLists.txt).
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "aptest.h"
@@ -64,6 +66,85 @@ static uintptr_t recursion_return(const capture *c)
 		}
 	}
 	return best;
+}
+
+/* A level of recursion without a frame pointer (this file is built with
+ * them): the libunwind unwinder's frame-pointer fast path must hand over
+ * to libunwind here. The volatile use after the call keeps it a frame;
+ * -fomit-frame-pointer with optimisation makes GCC skip push %rbp (clang
+ * has no per-function switch: there it keeps one). */
+#ifdef __clang__
+#define NO_FRAME_POINTER /* no per-function switch: a frame like the rest */
+#else
+#define NO_FRAME_POINTER __attribute__((optimize("O2", "omit-frame-pointer")))
+#endif
+__attribute__((noinline)) NO_FRAME_POINTER static int no_fp(capture *c, int level)
+{
+	volatile int keep = level;
+	recurse(c, level);
+	return keep + 1;
+}
+
+/* recurse's levels above, no_fp in the middle, recurse's below it. */
+static int (*volatile middle)(capture *, int) = no_fp;
+
+__attribute__((noinline)) static int
+outer(capture *c, int level)
+{
+	volatile int keep = level;
+	if (level == 0)
+		middle(c, DEPTH / 2);
+	else
+		outer(c, level - 1);
+	return keep;
+}
+
+/* Equal but for frame 0, the unwinder's own call site (different code
+ * for each kind; a frame of the runtime, dropped in use). */
+static bool same_capture(const capture *a, const capture *b)
+{
+	return a->n == b->n && a->n > 1 &&
+	       memcmp(a->pcs + 1, b->pcs + 1, (size_t)(a->n - 1) * sizeof a->pcs[0]) == 0;
+}
+
+/* Both captures taken from the same call site (the same return address
+ * into recurse and the same stack above it), with each unwinder. */
+static void run_pair(capture *fast, capture *only, bool through_no_fp)
+{
+	memset(fast, 0, sizeof *fast);
+	memset(only, 0, sizeof *only);
+	fast->kind = UNWINDER_LIBUNWIND;
+	only->kind = UNWINDER_LIBUNWIND_ONLY;
+	fast->max = only->max = 64;
+	/* volatile: one call site for both, never unrolled into two */
+	for (volatile int k = 0; k < 2; k++) {
+		capture *c = k ? only : fast;
+		if (through_no_fp)
+			outer(c, DEPTH / 2);
+		else
+			recurse(c, DEPTH);
+	}
+}
+
+/* The fast path changes only the cost: the same frames as libunwind's
+ * own unw_backtrace, innermost first, on a stack kept with frame pointers
+ * down to libc's start of main (which has none: libunwind finishes) and
+ * on one with a function without them in the middle. The first frame of
+ * each capture is the return address into recurse, identical for both. */
+AP_TEST(libunwind_fast_path_finds_libunwinds_frames)
+{
+	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_LIBUNWIND_ONLY), 0);
+	for (int mid = 0; mid < 2; mid++) {
+		capture fast, only;
+		run_pair(&fast, &only, mid == 1);
+		if (!same_capture(&fast, &only))
+			for (int i = 0; i < 64 && (i < fast.n || i < only.n); i++)
+				fprintf(stderr, "  %2d %#lx %#lx\n", i,
+					i < fast.n ? (unsigned long)fast.pcs[i] : 0UL,
+					i < only.n ? (unsigned long)only.pcs[i] : 0UL);
+		AP_CHECK(fast.n >= DEPTH + 2);
+		AP_CHECK(same_capture(&fast, &only));
+	}
 }
 
 AP_TEST(every_unwinder_is_available)
