@@ -67,7 +67,7 @@ check_readable() {
 		fi
 	done
 	if command -v go >/dev/null; then
-		go_pprof -raw "$f" >"$TMP/raw.out" 2>"$TMP/raw.err" ||
+		go_pprof -raw -symbolize=none "$f" >"$TMP/raw.out" 2>"$TMP/raw.err" ||
 			fail "$f: go tool pprof cannot read it: $(head -3 "$TMP/raw.err")"
 		grep -q '^Samples:' "$TMP/raw.out" ||
 			fail "$f: go tool pprof -raw shows no samples section"
