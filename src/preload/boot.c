@@ -90,12 +90,17 @@ real_fns rt_real = { boot_malloc,	 boot_free,	    boot_calloc,
 		     boot_memalign,	 boot_valloc,	     boot_pvalloc,
 		     boot_usable };
 
+bool boot_real_resolved(void)
+{
+	return rt_real.malloc != boot_malloc;
+}
+
 /* Start initialisation unless this thread is the one running it. */
 static bool boot_try_init(void)
 {
 	if (!rt_tls.guard)
 		rt_ensure_init();
-	return rt_real.malloc != boot_malloc;
+	return boot_real_resolved();
 }
 
 static void *boot_malloc(size_t n)

@@ -21,6 +21,9 @@ bool boot_in_pool(const void *p);
 size_t boot_size(const void *p);
 /* Fill rt_real from dlsym(RTLD_NEXT); AP_ENOTFOUND / AP_EUNSUPPORTED. */
 int boot_resolve_real(void);
+/* Does rt_real hold the allocator underneath yet (not the pool's
+ * stand-ins)? */
+bool boot_real_resolved(void);
 /* The stand-in malloc_usable_size when the allocator has none: 0. */
 size_t boot_emu_usable(void *p);
 

@@ -18,6 +18,8 @@
  */
 #include "procmem.h"
 
+#include "boot.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -224,7 +226,10 @@ static int resolve_allocator(void)
 	if (kind != ALLOC_UNRESOLVED)
 		return kind;
 	void *m;
-	if (rt_real.malloc) {
+	/* Before the runtime resolved the allocator (or where it never
+	 * does, as in a test that links it), rt_real holds the bootstrap
+	 * pool's stand-ins: ask the loader instead. */
+	if (boot_real_resolved()) {
 		memcpy(&m, &rt_real.malloc, sizeof m);
 	} else {
 		m = dlsym(RTLD_NEXT, "malloc");
