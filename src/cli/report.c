@@ -16,12 +16,14 @@
 #include "cli_util.h"
 #include "profload.h"
 #include "profmerge.h"
+#include "timeview.h"
 
 void report_options_default(report_options *r)
 {
 	memset(r, 0, sizeof *r);
 	hv_options_default(&r->hv);
 	r->top = 20;
+	r->short_ns = 1e6;
 }
 
 void report_json_view(json_writer *w, const hv_options *o)
@@ -268,8 +270,27 @@ static size_t show_sizes(FILE *out, const ap_profile *p, json_writer *w)
 	return shown;
 }
 
+static void json_peak(json_writer *w, const tv_peak_info *pk, double level)
+{
+	ap_interval iv;
+	tv_peak_interval(pk, level, &iv);
+	json_key(w, "peak");
+	json_begin_object(w);
+	json_key(w, "t_ns");
+	json_uint(w, pk->t_ns);
+	json_key(w, "candidates");
+	json_uint(w, pk->candidates);
+	json_key(w, "bytes");
+	json_number(w, round(iv.estimate));
+	json_key(w, "bytes_lo");
+	json_number(w, floor(iv.lo));
+	json_key(w, "bytes_hi");
+	json_number(w, ceil(iv.hi));
+	json_end_object(w);
+}
+
 static void print_json(FILE *out, const hv_view *v, const report_options *r,
-		       const ap_profile *p)
+		       const ap_profile *p, const tv_peak_info *pk)
 {
 	const hv_options *o = hv_view_options(v);
 	const hv_stat *t = hv_total(v);
@@ -289,6 +310,8 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 	json_begin_object(&w);
 	json_stat(&w, t, t->bytes);
 	json_end_object(&w);
+	if (pk)
+		json_peak(&w, pk, o->level);
 	json_key(&w, "sites");
 	json_begin_array(&w);
 	size_t n = hv_nsites(v);
@@ -324,17 +347,47 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 	fputc('\n', out);
 }
 
+/* The line under the --peak table: when, and the total's interval
+ * protected against the selection of the maximum (docs/TIME.md). */
+static void print_peak(FILE *out, const tv_peak_info *pk, double level)
+{
+	ap_interval iv;
+	tv_peak_interval(pk, level, &iv);
+	char e[32], lo[32], hi[32];
+	ap_cli_format_bytes(iv.estimate, AP_BYTES_SHORT, e, sizeof e);
+	ap_cli_format_bytes(iv.lo, AP_BYTES_SHORT, lo, sizeof lo);
+	ap_cli_format_bytes(iv.hi, AP_BYTES_SHORT, hi, sizeof hi);
+	fprintf(out, "peak: %s [%s, %s] in use at %.3fs, the highest of %llu "
+		     "snapshots; the lower bound allows for choosing the maximum "
+		     "(docs/TIME.md)\n", e, lo, hi, (double)pk->t_ns * 1e-9,
+		(unsigned long long)pk->candidates);
+}
+
+static void free_loaded(ap_profile *p, bool peak)
+{
+	if (peak)
+		tv_profile_free(p);
+	else
+		ap_profile_destroy(p);
+}
+
 int report_write(const char *const *paths, size_t n, const report_options *r,
 		 FILE *out, char *err, size_t errlen)
 {
 	char why[1024];
 	ap_profile *p;
 	hv_view *v;
-	if (hv_load_symbolized(paths, n, r->hv.symbolize, &p, err, errlen))
+	tv_peak_info pk;
+	if (r->peak) {
+		int prc = tv_peak_profile(paths, n, r->hv.symbolize, &p, &pk, err, errlen);
+		if (prc)
+			return prc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+	} else if (hv_load_symbolized(paths, n, r->hv.symbolize, &p, err, errlen)) {
 		return AP_EXIT_INPUT;
+	}
 	int rc = hv_build(p, &r->hv, &v, why, sizeof why);
 	if (rc) {
-		ap_profile_destroy(p);
+		free_loaded(p, r->peak);
 		if (n == 1)
 			ap_cli_seterr(err, errlen, "%s: %s", paths[0], why);
 		else
@@ -345,14 +398,16 @@ int report_write(const char *const *paths, size_t n, const report_options *r,
 			       : AP_EXIT_INPUT;
 	}
 	if (r->json) {
-		print_json(out, v, r, p);
+		print_json(out, v, r, p, r->peak ? &pk : NULL);
 	} else {
 		print_table(out, v, r);
+		if (r->peak)
+			print_peak(out, &pk, r->hv.level);
 		if (r->sizes)
 			show_sizes(out, p, NULL);
 	}
 	hv_destroy(v);
-	ap_profile_destroy(p);
+	free_loaded(p, r->peak);
 	if (fflush(out) || ferror(out)) {
 		ap_cli_seterr(err, errlen, "writing the report: %s",
 			      strerror(errno));

@@ -32,6 +32,7 @@
 #include "dump.h"
 #include "detect.h"
 #include "procs.h"
+#include "series.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -47,7 +48,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
-	       rt.opt.peak || procs_signal_dumps_armed();
+	       rt.opt.peak || procs_signal_dumps_armed() || series_needs_thread();
 }
 
 static void on_signal(int sig)
@@ -63,6 +64,10 @@ void dumper_configure(void)
 {
 	sem_init(&wake, 0, 0);
 	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
+	/* peak snapshots ride along with the timeline and with peak dumps */
+	series_configure(&rt.table, &rt.a, rt.opt.rate, rt.opt.timeline_ns,
+			 rt.opt.timeline_ns || rt.opt.peak, rt.opt.peak_gap_ns,
+			 rt.start_realtime_ns, rt.opt.lifetimes);
 	if (rt.opt.signal) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
@@ -118,10 +123,14 @@ static void *dumper_main(void *arg)
 			if (!deadline || t < deadline)
 				deadline = t ? t : 1;
 		}
+		uint64_t st = series_deadline();
+		if (st && (!deadline || st < deadline))
+			deadline = st;
 		wait_until(deadline);
 		if (atomic_load(&stop_req))
 			break;
 		uint64_t now = mono_ns();
+		series_poll(now);
 		bool term = atomic_exchange(&term_req, false);
 		bool dump = atomic_exchange(&signal_req, false) || term;
 		if (interval && now >= next_interval) {
@@ -192,6 +201,7 @@ void dumper_atfork_child(void)
 	sem_destroy(&wake);
 	sem_init(&wake, 0, 0);
 	atomic_store(&stop_req, false);
+	series_atfork_child(rt.start_realtime_ns);
 }
 
 void dumper_after_sample(const table_totals *after)
@@ -213,6 +223,8 @@ void dumper_after_sample(const table_totals *after)
 	}
 	if (rt.opt.peak && after->inuse_space >= after->peak_inuse_space &&
 	    !atomic_exchange(&peak_req, true))
+		sem_post(&wake);
+	if (series_wants_wake(after))
 		sem_post(&wake);
 }
 

@@ -84,6 +84,9 @@ typedef struct http_source {
 	void *cost_ctx;
 	/* Optional: run first in the server thread (mark it as internal). */
 	void (*thread_init)(void);
+	/* Optional: the "timeline" extension's data for
+	 * /debug/allocprof/timeline, in a's memory (*data NULL: off). */
+	int (*timeline)(arena *a, unsigned char **data, size_t *len);
 } http_source;
 
 typedef struct http_server http_server;

@@ -18,6 +18,7 @@
 
 #include "dump.h"
 #include "runtime_core.h"
+#include "series.h"
 
 static http_server *server;
 /* The port file this process wrote, removed when its endpoint stops. */
@@ -57,7 +58,8 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 			    .dump_lock = &rt.dump_lock,
 			    .with_mappings = true,
 			    .cost = runtime_cost,
-			    .thread_init = server_thread_init };
+			    .thread_init = server_thread_init,
+			    .timeline = series_timeline_blob };
 	char err[256];
 	char where[80];
 	http_listen_format(l, l->port, where, sizeof where);
