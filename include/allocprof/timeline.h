@@ -70,9 +70,13 @@ typedef struct ap_timeline {
 	uint64_t period;     /* the process's sampling rate R */
 	uint64_t cadence_ns; /* spacing of the points now (doubles as the
 				ring thins); 0 in a "peak" */
-	uint64_t candidates; /* "peak": the number of times the running
-				maximum was compared (the selection's m);
-				0 in a "timeline" */
+	uint64_t candidates; /* sampled allocations and frees up to the
+				point(s): the in-use estimate changes only at
+				these, so the peak was chosen among at most
+				this many values (docs/TIME.md, "Peak") */
+	double max_space;    /* the highest in-use total estimate the runtime
+				saw (a "peak" snapshot may lag it by up to
+				1/64: snapshots are taken as it grows) */
 	const ap_tl_stack *stacks;
 	size_t nstacks;
 	const ap_tl_point *points; /* increasing t_ns */

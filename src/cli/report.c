@@ -286,6 +286,10 @@ static void json_peak(json_writer *w, const tv_peak_info *pk, double level)
 	json_number(w, floor(iv.lo));
 	json_key(w, "bytes_hi");
 	json_number(w, ceil(iv.hi));
+	json_key(w, "bytes_se");
+	json_number(w, sqrt(pk->total.space_var > 0 ? pk->total.space_var : 0));
+	json_key(w, "max_bytes");
+	json_number(w, round(pk->max_space));
 	json_end_object(w);
 }
 
@@ -357,10 +361,10 @@ static void print_peak(FILE *out, const tv_peak_info *pk, double level)
 	ap_cli_format_bytes(iv.estimate, AP_BYTES_SHORT, e, sizeof e);
 	ap_cli_format_bytes(iv.lo, AP_BYTES_SHORT, lo, sizeof lo);
 	ap_cli_format_bytes(iv.hi, AP_BYTES_SHORT, hi, sizeof hi);
-	fprintf(out, "peak: %s [%s, %s] in use at %.3fs, the highest of %llu "
-		     "snapshots; the lower bound allows for choosing the maximum "
-		     "(docs/TIME.md)\n", e, lo, hi, (double)pk->t_ns * 1e-9,
-		(unsigned long long)pk->candidates);
+	fprintf(out, "peak: %s [%s, %s] in use at %.3fs, the highest of the "
+		     "estimate's %llu values: the estimate is biased up by the "
+		     "choice, the interval allows for it (docs/TIME.md)\n", e, lo, hi,
+		(double)pk->t_ns * 1e-9, (unsigned long long)pk->candidates);
 }
 
 static void free_loaded(ap_profile *p, bool peak)

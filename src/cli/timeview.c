@@ -238,6 +238,7 @@ int tv_peak_profile(const char *const *paths, size_t n, bool symbolize,
 	const ap_tl_point *pt = &tl->points[0];
 	info->t_ns = pt->t_ns;
 	info->candidates = tl->candidates;
+	info->max_space = tl->max_space;
 	info->total = pt->total;
 	info->period = (double)(tl->period ? tl->period : (uint64_t)p->period);
 	uint64_t **ids = NULL;
@@ -273,7 +274,7 @@ void tv_peak_interval(const tv_peak_info *info, double level, ap_interval *out)
 	double z_lo = ap_normal_quantile(1 - alpha / (2 * m));
 	out->estimate = info->total.space;
 	out->lo = fmax(0, info->total.space - z_lo * se);
-	out->hi = info->total.space + z_hi * se;
+	out->hi = fmax(info->total.space, info->max_space) + z_hi * se;
 }
 
 /* ---- lifetimes --------------------------------------------------------------- */

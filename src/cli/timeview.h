@@ -23,7 +23,9 @@
 /* What the "peak" extension says beside its sites. */
 typedef struct tv_peak_info {
 	uint64_t t_ns;       /* the snapshot's time since the profile's start */
-	uint64_t candidates; /* m: evaluations of the running maximum */
+	uint64_t candidates; /* m: sampled events up to the snapshot, the
+				values the maximum was chosen among */
+	double max_space;    /* the running maximum of the in-use estimate */
 	ap_heap_sums total;  /* the in-use total at the snapshot */
 	double period;
 } tv_peak_info;
@@ -41,11 +43,11 @@ int tv_peak_profile(const char *const *paths, size_t n, bool symbolize,
 void tv_profile_free(ap_profile *p);
 
 /*
- * The peak total's interval, protected against the selection of the
- * maximum among m candidates (docs/TIME.md, "Peak"): the lower bound at
- * the one-sided level 1 - (1 - level) / (2 m) (Bonferroni over the
- * candidates), the upper bound the pointwise one (selection only raises
- * the estimate). The normal HT interval of the total's bytes.
+ * The interval of the true peak, protected against choosing the maximum
+ * of noisy estimates (docs/TIME.md, "Peak"): the snapshot's estimate E
+ * with standard error s; lower bound E - z(1 - a/(2m)) s (Bonferroni
+ * over the m values the estimate took), upper bound
+ * max(E, running maximum) + z(1 - a/2) s, a = 1 - level.
  */
 void tv_peak_interval(const tv_peak_info *info, double level, ap_interval *out);
 

@@ -114,6 +114,7 @@ int ap_timeline_encode(const ap_timeline *tl, const ap_allocator *alloc,
 	w_var(&w, tl->period);
 	w_var(&w, tl->cadence_ns);
 	w_var(&w, tl->candidates);
+	w_dbl(&w, tl->max_space);
 	w_stacks(&w, tl->stacks, tl->nstacks);
 	w_var(&w, tl->npoints);
 	for (size_t i = 0; i < tl->npoints; i++) {
@@ -327,6 +328,7 @@ static int tl_pass(rbuf *r, layout *l, bool fill, void *head)
 	h.period = r_var(r, "period");
 	h.cadence_ns = r_var(r, "cadence");
 	h.candidates = r_var(r, "candidates");
+	h.max_space = r_dbl(r, "maximum");
 	r_stacks(r, l, fill);
 	size_t np = r_count(r, 1 + 2 * 66 + 1, "point count");
 	size_t at = 0;

@@ -45,7 +45,9 @@ static struct {
 	point *ring;                 /* SERIES_POINTS, allocated at the first tick */
 	size_t n;
 	/* peak */
-	uint64_t peak_gap_ns, last_snap_ns, candidates;
+	uint64_t peak_gap_ns, last_snap_ns;
+	uint64_t candidates;         /* sampled events up to the snapshot */
+	double max_space;            /* running maximum of the in-use total */
 	double last_snap_space;      /* in-use total at the last evaluation */
 	entry *peak_v;
 	size_t peak_n, peak_cap;
@@ -201,10 +203,12 @@ static void sort_entries(entry *v, size_t n)
  * each (stack, rate) and sum the total. Returns the number of merged
  * entries, or -1 when memory ran out. Caller holds S.lock.
  */
-static long gather(ap_heap_sums *total)
+static long gather(ap_heap_sums *total, uint64_t *events, double *max_space)
 {
 	stack_table *t = S.table;
 	table_lock(t);
+	*events = t->tot.samples + t->tot.frees;
+	*max_space = t->tot.peak_inuse_space;
 	size_t need = t->nsites ? t->nsites : 1;
 	if (need > S.buf_cap) {
 		size_t cap = need + need / 2;
@@ -250,7 +254,9 @@ static uint64_t since_start(uint64_t now)
 static void make_point(point *pt, uint64_t now)
 {
 	ap_heap_sums total;
-	long m = gather(&total);
+	uint64_t events;
+	double mx;
+	long m = gather(&total, &events, &mx);
 	memset(pt, 0, sizeof *pt);
 	pt->t_ns = since_start(now);
 	pt->total = total;
@@ -324,10 +330,10 @@ static void tick(uint64_t now)
 static void evaluate_peak(uint64_t now)
 {
 	ap_heap_sums total;
-	long m = gather(&total);
+	uint64_t events;
+	long m = gather(&total, &events, &S.max_space);
 	if (m < 0)
 		return;
-	S.candidates++;
 	S.last_snap_ns = now;
 	S.last_snap_space = total.space;
 	if (S.have_peak && total.space <= S.peak_total.space) {
@@ -343,6 +349,7 @@ static void evaluate_peak(uint64_t now)
 		S.peak_cap = cap;
 	}
 	memcpy(S.peak_v, S.buf, (size_t)m * sizeof *S.buf);
+	S.candidates = events;
 	S.peak_n = (size_t)m;
 	S.peak_total = total;
 	S.peak_t = since_start(now);
@@ -429,7 +436,8 @@ void series_stacks_free(stacks_out *so, arena *a)
 /* Encode points[0..n) with cadence/candidates as a timeline blob. */
 static int encode_points(arena *a, const point *pts, const entry *const *lists,
 			 const size_t *counts, size_t n, uint64_t cadence,
-			 uint64_t candidates, unsigned char **data, size_t *len)
+			 uint64_t candidates, double max_space, unsigned char **data,
+			 size_t *len)
 {
 	size_t total_sites = 0, total_addrs = 0;
 	for (size_t i = 0; i < n; i++)
@@ -458,7 +466,8 @@ static int encode_points(arena *a, const point *pts, const entry *const *lists,
 	}
 	if (rc == 0) {
 		ap_timeline tl = { .period = S.period, .cadence_ns = cadence,
-				   .candidates = candidates, .stacks = so.v,
+				   .candidates = candidates, .max_space = max_space,
+				   .stacks = so.v,
 				   .nstacks = so.n, .points = tp, .npoints = n };
 		size_t cap;
 		rc = ap_timeline_encode(&tl, arena_allocator(a), data, len, &cap);
@@ -485,8 +494,10 @@ static int timeline_blob(arena *a, unsigned char **data, size_t *len)
 			lists[i] = pts[i].sites;
 			counts[i] = pts[i].nsites;
 		}
-		rc = encode_points(a, pts, lists, counts, n, S.cadence_ns * S.stride, 0,
-				   data, len);
+		table_totals tot;
+		table_totals_get(S.table, &tot);
+		rc = encode_points(a, pts, lists, counts, n, S.cadence_ns * S.stride,
+				   tot.samples + tot.frees, tot.peak_inuse_space, data, len);
 	}
 	arena_free(a, pts);
 	arena_free(a, lists);
@@ -505,7 +516,8 @@ static int peak_blob(arena *a, unsigned char **data, size_t *len)
 	pt.total = S.peak_total;
 	const entry *list = S.peak_v;
 	size_t count = S.peak_n;
-	return encode_points(a, &pt, &list, &count, 1, 0, S.candidates, data, len);
+	return encode_points(a, &pt, &list, &count, 1, 0, S.candidates, S.max_space,
+			     data, len);
 }
 
 /* Add the blob an extension writer made (rc its result; AP_ENOTFOUND:

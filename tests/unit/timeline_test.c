@@ -46,6 +46,7 @@ AP_TEST(timeline_round_trip)
 	ap_tl_point pts[2] = {{1000, sums(5000, 5), sums(804, 1), s0, 2},
 			      {2000000000, sums(9000, 9), sums(808, 2), s1, 1}};
 	ap_timeline tl = {.period = 512, .cadence_ns = 1000000000, .candidates = 3,
+			  .max_space = 9100.5,
 			  .stacks = stacks, .nstacks = 2, .points = pts, .npoints = 2};
 	unsigned char *enc;
 	size_t len, cap;
@@ -57,6 +58,7 @@ AP_TEST(timeline_round_trip)
 	AP_CHECK_EQ_U64(d->period, 512);
 	AP_CHECK_EQ_U64(d->cadence_ns, 1000000000);
 	AP_CHECK_EQ_U64(d->candidates, 3);
+	AP_CHECK_NEAR(d->max_space, 9100.5, 0, 0);
 	AP_CHECK_EQ_U64(d->nstacks, 2);
 	AP_CHECK_EQ_U64(d->stacks[0].depth, 3);
 	AP_CHECK_EQ_U64(d->stacks[0].addrs[2], 0x403000);
@@ -91,17 +93,20 @@ AP_TEST(timeline_bad_input)
 {
 	ap_timeline *d;
 	char err[200];
-	/* version 1, period, cadence, candidates, 1 stack of depth 1 at 5,
-	 * then a point count far beyond the bytes left */
-	const unsigned char huge[] = {1, 0, 0, 0, 1, 1, 5, 0xff, 0xff, 0xff, 0x0f};
+	/* version 1, period, cadence, candidates, maximum 0.0, 1 stack of
+	 * depth 1 at 5, then a point count far beyond the bytes left */
+	const unsigned char huge[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+				      1, 1, 5, 0xff, 0xff, 0xff, 0x0f};
 	AP_CHECK_EQ_INT(ap_timeline_decode(huge, sizeof huge, NULL, &d, err, sizeof err),
 			AP_ECORRUPT);
 	/* a varint that is not in its shortest form */
-	const unsigned char overlong[] = {0x81, 0x00, 0, 0, 0, 0, 0};
+	const unsigned char overlong[] = {0x81, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					  0, 0, 0, 0};
 	AP_CHECK_EQ_INT(ap_timeline_decode(overlong, sizeof overlong, NULL, &d, err,
 					   sizeof err), AP_ECORRUPT);
 	/* trailing bytes */
-	const unsigned char trail[] = {1, 0, 0, 0, 0, 0, 9};
+	const unsigned char trail[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+				       0, 0, 9};
 	AP_CHECK_EQ_INT(ap_timeline_decode(trail, sizeof trail, NULL, &d, err, sizeof err),
 			AP_ECORRUPT);
 	/* the empty timeline decodes */
