@@ -461,7 +461,7 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	/* timeline, peak, lifetimes (docs/TIME.md): first, so the ages of the
 	 * live blocks are taken as close as possible to the dump's start */
 	if (rc == 0)
-		rc = series_add_extensions(p, in->a);
+		rc = series_add_extensions(p, in->table, in->a);
 	if (rc == 0 && in->with_mappings)
 		rc = add_mappings(p, in->a, &maps);
 	if (rc == 0)

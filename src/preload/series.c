@@ -102,6 +102,13 @@ void series_configure(stack_table *t, arena *a, uint64_t period, uint64_t cadenc
 		      bool peak, uint64_t peak_gap_ns, uint64_t start_realtime_ns,
 		      bool lifetimes)
 {
+	/* a fresh state (tests configure several times; memory of an earlier
+	 * arena is forgotten, never freed into this one) */
+	pthread_mutex_t lock = S.lock;
+	memset(&S, 0, sizeof S);
+	S.lock = lock;
+	atomic_store(&peak_req, false);
+	atomic_store(&grow_req, false);
 	S.table = t;
 	S.period = period;
 	S.a = a;
@@ -114,7 +121,8 @@ void series_configure(stack_table *t, arena *a, uint64_t period, uint64_t cadenc
 	restart_clock(start_realtime_ns);
 	S.next_tick = S.timeline ? S.mono0 + cadence_ns : 0;
 	set_mark(0);
-	t->life_on = lifetimes;
+	if (t)
+		t->life_on = lifetimes;
 }
 
 bool series_needs_thread(void)
@@ -490,6 +498,9 @@ static int timeline_blob(arena *a, unsigned char **data, size_t *len)
 		if (S.n)
 			memcpy(pts, S.ring, S.n * sizeof *pts);
 		make_point(&pts[S.n], mono_ns());
+		/* never before the ring's last point (ticks may be given times) */
+		if (S.n && pts[S.n].t_ns < pts[S.n - 1].t_ns)
+			pts[S.n].t_ns = pts[S.n - 1].t_ns;
 		for (size_t i = 0; i < n; i++) {
 			lists[i] = pts[i].sites;
 			counts[i] = pts[i].nsites;
@@ -532,10 +543,10 @@ static int add_blob(ap_profile *p, arena *a, const char *name, int rc,
 	return rc == AP_ENOTFOUND ? 0 : rc;
 }
 
-int series_add_extensions(ap_profile *p, arena *a)
+int series_add_extensions(ap_profile *p, stack_table *t, arena *a)
 {
-	if (!S.table)
-		return 0;
+	if (!S.table || t != S.table)
+		return 0; /* another table's profile (tests build their own) */
 	int rc = 0, r;
 	unsigned char *data = NULL;
 	size_t len = 0;

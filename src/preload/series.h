@@ -47,9 +47,10 @@ bool series_wants_wake(const table_totals *after);
 uint64_t series_deadline(void);
 /* In the dumper thread after each wake-up: take due ticks and snapshots. */
 void series_poll(uint64_t now_ns);
-/* While a profile is built: add the "timeline", "peak" and "lifetimes"
- * extensions that are on. Temporary memory from a. */
-int series_add_extensions(ap_profile *p, arena *a);
+/* While a profile of table t is built: add the "timeline", "peak" and
+ * "lifetimes" extensions that are on (nothing for a table other than the
+ * configured one). Temporary memory from a. */
+int series_add_extensions(ap_profile *p, stack_table *t, arena *a);
 /* The "timeline" extension's data (for HTTP), in a's memory: 0 with
  * *data NULL when the timeline is off. */
 int series_timeline_blob(arena *a, unsigned char **data, size_t *len);
