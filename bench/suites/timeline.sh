@@ -28,11 +28,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_timeline.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 popts="output=$tmp/p.%p.pb.gz"
 
-median() {
-  sort -g | awk '{ a[NR] = $1 } END {
-    if (NR == 0) { print "nan"; exit }
-    if (NR % 2) print a[(NR + 1) / 2]; else printf "%.9g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
+. "$(dirname "$0")/../lib/paired.sh" # median, col, ratio, calc
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
 
 # one_run TAG OPTIONS: the mixed workload under the runtime with
@@ -62,12 +58,6 @@ paired() {
     fi
   done
 }
-col() { awk -v n="$2" '{ print $n }' "$1"; }
-ratio() {
-  paste -d' ' <(col "$tmp/$1.prof" "$2") <(col "$tmp/$1.base" "$2") |
-    awk '{ printf "%.6f\n", $1 / $2 }' | median
-}
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 paired t1s timeline=1s
 paired t10ms timeline=10ms
