@@ -144,12 +144,16 @@ bool series_wants_wake(const table_totals *after)
 
 uint64_t series_deadline(void)
 {
+	if (!S.timeline && !S.peak)
+		return 0;
+	pthread_mutex_lock(&S.lock); /* a dump may be taking a snapshot */
 	uint64_t d = S.timeline ? S.next_tick : 0;
 	if (S.peak && atomic_load(&peak_req)) {
 		uint64_t p = S.last_snap_ns + S.peak_gap_ns;
 		if (!d || p < d)
 			d = p ? p : 1;
 	}
+	pthread_mutex_unlock(&S.lock);
 	return d;
 }
 
