@@ -46,11 +46,12 @@ void lifebins_add(arena *a, life_bins **pb, uint64_t t_ns, double w, uint64_t si
 {
 	life_bins *b = *pb;
 	if (!b) {
-		b = arena_alloc(a, sizeof *b + 4 * sizeof b->v[0]);
+		/* one bin to start: most sites see few frees (64 bytes) */
+		b = arena_alloc(a, sizeof *b + sizeof b->v[0]);
 		if (!b)
 			return;
 		b->sigbits = LIFE_SIGBITS;
-		b->cap = 4;
+		b->cap = 1;
 		*pb = b;
 	}
 	uint32_t key = ap_hist_value_to_key(b->sigbits, t_ns);
