@@ -251,6 +251,7 @@ static int build_timeline(http_server *s, http_buf *body)
 		if (hb_failed(body))
 			rc = AP_ENOMEM;
 	}
+	arena_free(&scratch, data); /* a large block is a mapping of its own */
 	arena_destroy(&scratch);
 	return rc;
 }

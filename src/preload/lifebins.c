@@ -227,8 +227,24 @@ static int encode(stack_table *t, lt_build *b, uint64_t now_ns, unsigned char **
 		size_t cap;
 		rc = ap_lifetimes_encode(&lt, arena_allocator(b->a), data, len, &cap);
 	}
+	for (size_t i = 0; sites && i < b->n; i++)
+		arena_free(b->a, (void *)sites[i].live);
+	arena_free(b->a, sites);
 	series_stacks_free(&so, b->a);
 	return rc;
+}
+
+/* Give back every block of b: the scratch arena unmaps its chunks when
+ * destroyed, but blocks above its largest class are mappings of their
+ * own that only arena_free returns. */
+static void free_build(lt_build *b)
+{
+	for (size_t i = 0; b->v && i < b->n; i++) {
+		arena_free(b->a, b->v[i].freed);
+		arena_free(b->a, b->v[i].live);
+	}
+	arena_free(b->a, b->v);
+	arena_free(b->a, b->slot);
 }
 
 int lifebins_blob(stack_table *t, arena *a, uint64_t now_ns, unsigned char **data,
@@ -272,6 +288,8 @@ int lifebins_blob(stack_table *t, arena *a, uint64_t now_ns, unsigned char **dat
 			rc = AP_ENOMEM;
 		*len = n;
 	}
+	arena_free(&s, tmp);
+	free_build(&b);
 	arena_destroy(&s);
 	return rc;
 }
