@@ -3,10 +3,10 @@
  * lifetimes_known.c: sites with known lifetime distributions, for the
  * Kaplan-Meier lifetimes (report --lifetimes, docs/TIME.md).
  *
- *   lifetimes_known SEED MS MEAN_MS [PROFILE]
+ *   lifetimes_known SEED MS MEAN_MS GAP_US [PROFILE]
  *
  * For MS milliseconds, short_lived() allocates a block of 1..8 KiB every
- * 100 us (paced by the clock, so births are uniform over the run), each
+ * GAP_US microseconds (paced by the clock, so births are uniform), each
  * freed when its lifetime, exponential with a MEAN_MS mean, has passed. Then, under the runtime, the program asks for a profile
  * (ap_runtime_dump, found with dlsym: the runtime sees the blocks still
  * due alive, censored) and exits without freeing them. forever()
@@ -92,11 +92,12 @@ static int cmp(const void *x, const void *y)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && argc != 5)
+	if (argc != 5 && argc != 6)
 		return 2;
 	rng ^= strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ULL;
 	uint64_t run = strtoull(argv[2], NULL, 10) * 1000000ULL;
 	double mean = strtod(argv[3], NULL) * 1e6;
+	uint64_t gap = strtoull(argv[4], NULL, 10) * 1000ULL;
 	b = calloc(MAXB, sizeof *b);
 	life = calloc(MAXB, sizeof *life);
 	void *keep[64];
@@ -105,7 +106,7 @@ int main(int argc, char **argv)
 	uint64_t t0 = now_ns(), t;
 	size_t live_lo = 0; /* blocks below are freed or NULL */
 	while ((t = now_ns()) - t0 < run && nb < MAXB) {
-		if (t >= t0 + nb * 100000ULL) { /* the next birth is due */
+		if (t >= t0 + nb * gap) { /* the next birth is due */
 			size_t n = 1024 + (size_t)(uniform() * 7168);
 			blk *k = &b[nb++];
 			k->p = short_lived(n);
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 	uint64_t before = now_ns();
 	int (*dump)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT,
 								 "ap_runtime_dump");
-	if (dump && argc == 5 && dump(argv[4]) != 0)
+	if (dump && argc == 6 && dump(argv[5]) != 0)
 		return 3;
 	uint64_t end = now_ns();
 	for (size_t i = 0; i < nb; i++)
