@@ -47,12 +47,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ap_bench_runtime.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 popts="output=$tmp/p.%p.pb.gz"
 
-# median: of the numbers on stdin, one per line.
-median() {
-  sort -g | awk '{ a[NR] = $1 } END {
-    if (NR == 0) { print "nan"; exit }
-    if (NR % 2) print a[(NR + 1) / 2]; else printf "%.9g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
+. "$(dirname "$0")/../lib/paired.sh" # median, col, ratio, calc
 
 # field KEY: value of KEY=... in the program's output line ($tmp/line).
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
@@ -93,14 +88,6 @@ paired() {
   done
 }
 
-# col FILE N: column N of FILE, one value per line.
-col() { awk -v n="$2" '{ print $n }' "$1"; }
-# ratio NAME N: median over pairs of prof/base for column N.
-ratio() {
-  paste -d' ' <(col "$tmp/$1.prof" "$2") <(col "$tmp/$1.base" "$2") |
-    awk '{ printf "%.6f\n", $1 / $2 }' | median
-}
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 # ---- time ratios at the default rate ---------------------------------------
 paired glibc1 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1

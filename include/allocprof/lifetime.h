@@ -61,6 +61,17 @@ AP_API int ap_life_km(const ap_life_obs *obs, size_t n, double level,
 		      const ap_allocator *alloc, ap_life_summary *out);
 
 /*
+ * ap_life_km over observations that each stand for several blocks of one
+ * lifetime (a histogram bin: weight = the bin's summed weights),
+ * weight_sq[i] the sum of their squared weights (>= weight; NULL = one
+ * block each, weight^2), which is what the variance needs. Errors as
+ * ap_life_km, and AP_EINVAL for a weight_sq below its weight.
+ */
+AP_API int ap_life_km_binned(const ap_life_obs *obs, const double *weight_sq,
+			     size_t n, double level, const ap_allocator *alloc,
+			     ap_life_summary *out);
+
+/*
  * Survival S(t) = P(lifetime > t) and its standard error at time t, as
  * used by ap_life_km (for plots and tests). Errors as ap_life_km.
  */

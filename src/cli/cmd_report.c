@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "allocprof/estimate.h" /* AP_NB_MAX_SAMPLES */
+#include "allocprof/options.h"  /* durations */
 #include "cli_util.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "report.h"
+#include "report_time.h"
 
 static void report_usage(FILE *f)
 {
@@ -25,6 +27,9 @@ static void report_usage(FILE *f)
 	      "                        [--sizes] [--memory] [--json] [--no-symbolize]\n"
 	      "                        [--skip REGEX]"
 	      "                        [--no-skip] [--full-names] PROFILE...\n"
+	      "       allocprof report --peak [options] PROFILE\n"
+	      "       allocprof report --lifetimes [--short-lived T] [--by KEY]\n"
+	      "                        [--top N] [--level L] [--json] PROFILE\n"
 	      "\n"
 	      "Top allocation sites of heap profiles (gzip'd pprof; several are merged\n"
 	      "first, unbias-then-sum) with estimated bytes and objects, each with a\n"
@@ -47,6 +52,13 @@ static void report_usage(FILE *f)
 	      "  --memory              also explain the process's resident memory, from\n"
 	      "                        the live heap to RSS (one profile; docs/MEMORY.md)\n"
 	      "  --json                one JSON object (see docs/REPORTS.md)\n"
+	      "  --peak                the heap at the highest in-use total the runtime\n"
+	      "                        saw (timeline= or peak=1), by site, as --inuse\n"
+	      "  --lifetimes           per site the Kaplan-Meier median and quartiles of\n"
+	      "                        lifetimes (live blocks censored), and the most\n"
+	      "                        temporary allocations (docs/TIME.md)\n"
+	      "  --short-lived T       --lifetimes: freed within T is short-lived\n"
+	      "                        (1ms, 500us, 2s; default 1ms)\n"
 	      "  --no-symbolize        show addresses; do not read the binaries\n"
 	      VC_FRAME_HELP
 	      "\n"
@@ -90,7 +102,8 @@ static int parse_size_range(const char *s, hv_options *o)
 static int parse(int argc, char **argv, report_options *r)
 {
 	enum { O_ALLOC = VC_OPT_END, O_INUSE, O_BY, O_TOP, O_LEVEL, O_REQ, O_USABLE,
-	       O_FOCUS, O_IGNORE, O_SIZE, O_SIZES, O_JSON, O_NOSYM, O_MEMORY };
+	       O_FOCUS, O_IGNORE, O_SIZE, O_SIZES, O_JSON, O_NOSYM, O_MEMORY,
+	       O_PEAK, O_LIFE, O_SHORT };
 	static const struct option opts[] = {
 		{"alloc", no_argument, NULL, O_ALLOC},
 		{"inuse", no_argument, NULL, O_INUSE},
@@ -106,6 +119,9 @@ static int parse(int argc, char **argv, report_options *r)
 		{"memory", no_argument, NULL, O_MEMORY},
 		{"json", no_argument, NULL, O_JSON},
 		{"no-symbolize", no_argument, NULL, O_NOSYM},
+		{"peak", no_argument, NULL, O_PEAK},
+		{"lifetimes", no_argument, NULL, O_LIFE},
+		{"short-lived", required_argument, NULL, O_SHORT},
 		{"help", no_argument, NULL, 'h'},
 		VC_FRAME_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -125,6 +141,18 @@ static int parse(int argc, char **argv, report_options *r)
 		case O_MEMORY: r->memory = true; break;
 		case O_JSON: r->json = true; break;
 		case O_NOSYM: r->hv.symbolize = false; break;
+		case O_PEAK: r->peak = true; break;
+		case O_LIFE: r->lifetimes = true; break;
+		case O_SHORT: {
+			uint64_t ns;
+			if (ap_options_parse_duration_ns(optarg, strlen(optarg), &ns)) {
+				ap_cli_error("--short-lived wants a duration (1ms, 500us), "
+					     "not '%s'", optarg);
+				return AP_EXIT_USAGE;
+			}
+			r->short_ns = (double)ns;
+			break;
+		}
 		case 'h': report_usage(stdout); return AP_EXIT_OK;
 		case O_BY:
 			if (!strcmp(optarg, "function"))
@@ -178,6 +206,11 @@ static int parse(int argc, char **argv, report_options *r)
 		ap_cli_error("--memory explains one process: give one profile");
 		return AP_EXIT_USAGE;
 	}
+	if (r->peak && (r->lifetimes || r->hv.view == HV_ALLOC)) {
+		ap_cli_error("--peak shows the in-use view alone: not with --alloc "
+			     "or --lifetimes");
+		return AP_EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -188,8 +221,14 @@ int ap_cmd_report(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	char err[1024];
-	rc = report_write((const char *const *)argv + optind,
-			  (size_t)(argc - optind), &r, stdout, err, sizeof err);
+	err[0] = 0;
+	if (r.lifetimes)
+		rc = report_lifetimes_write((const char *const *)argv + optind,
+					    (size_t)(argc - optind), &r, stdout, err,
+					    sizeof err);
+	else
+		rc = report_write((const char *const *)argv + optind,
+				  (size_t)(argc - optind), &r, stdout, err, sizeof err);
 	if (rc)
 		ap_cli_error("%s", err);
 	return rc;

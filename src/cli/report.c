@@ -17,12 +17,14 @@
 #include "memview.h"
 #include "profload.h"
 #include "profmerge.h"
+#include "timeview.h"
 
 void report_options_default(report_options *r)
 {
 	memset(r, 0, sizeof *r);
 	hv_options_default(&r->hv);
 	r->top = 20;
+	r->short_ns = 1e6;
 }
 
 void report_json_view(json_writer *w, const hv_options *o)
@@ -304,8 +306,32 @@ size_t report_json_hists(json_writer *w, const ap_profile *p)
 	return show_sizes(NULL, p, w);
 }
 
+static void json_peak(json_writer *w, const tv_peak_info *pk, double level)
+{
+	ap_interval iv;
+	tv_peak_interval(pk, level, &iv);
+	json_key(w, "peak");
+	json_begin_object(w);
+	json_key(w, "t_ns");
+	json_uint(w, pk->t_ns);
+	json_key(w, "candidates");
+	json_uint(w, pk->candidates);
+	json_key(w, "bytes");
+	json_number(w, round(iv.estimate));
+	json_key(w, "bytes_lo");
+	json_number(w, floor(iv.lo));
+	json_key(w, "bytes_hi");
+	json_number(w, ceil(iv.hi));
+	json_key(w, "bytes_se");
+	json_number(w, sqrt(pk->total.space_var > 0 ? pk->total.space_var : 0));
+	json_key(w, "max_bytes");
+	json_number(w, round(pk->max_space));
+	json_end_object(w);
+}
+
 static void print_json(FILE *out, const hv_view *v, const report_options *r,
-		       const ap_profile *p, const memview *mv)
+		       const ap_profile *p, const memview *mv,
+		       const tv_peak_info *pk)
 {
 	const hv_options *o = hv_view_options(v);
 	const hv_stat *t = hv_total(v);
@@ -325,6 +351,8 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 	json_begin_object(&w);
 	json_stat(&w, t, t->bytes);
 	json_end_object(&w);
+	if (pk)
+		json_peak(&w, pk, o->level);
 	json_key(&w, "sites");
 	json_begin_array(&w);
 	size_t n = hv_nsites(v);
@@ -364,17 +392,47 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 	fputc('\n', out);
 }
 
+/* The line under the --peak table: when, and the total's interval
+ * protected against the selection of the maximum (docs/TIME.md). */
+static void print_peak(FILE *out, const tv_peak_info *pk, double level)
+{
+	ap_interval iv;
+	tv_peak_interval(pk, level, &iv);
+	char e[32], lo[32], hi[32];
+	ap_cli_format_bytes(iv.estimate, AP_BYTES_SHORT, e, sizeof e);
+	ap_cli_format_bytes(iv.lo, AP_BYTES_SHORT, lo, sizeof lo);
+	ap_cli_format_bytes(iv.hi, AP_BYTES_SHORT, hi, sizeof hi);
+	fprintf(out, "peak: %s [%s, %s] in use at %.3fs, the highest of the "
+		     "estimate's %llu values: the estimate is biased up by the "
+		     "choice, the interval allows for it (docs/TIME.md)\n", e, lo, hi,
+		(double)pk->t_ns * 1e-9, (unsigned long long)pk->candidates);
+}
+
+static void free_loaded(ap_profile *p, bool peak)
+{
+	if (peak)
+		tv_profile_free(p);
+	else
+		ap_profile_destroy(p);
+}
+
 int report_write(const char *const *paths, size_t n, const report_options *r,
 		 FILE *out, char *err, size_t errlen)
 {
 	char why[1024];
 	ap_profile *p;
 	hv_view *v;
-	if (hv_load_symbolized(paths, n, r->hv.symbolize, &p, err, errlen))
+	tv_peak_info pk;
+	if (r->peak) {
+		int prc = tv_peak_profile(paths, n, r->hv.symbolize, &p, &pk, err, errlen);
+		if (prc)
+			return prc == AP_EINVAL ? AP_EXIT_USAGE : AP_EXIT_INPUT;
+	} else if (hv_load_symbolized(paths, n, r->hv.symbolize, &p, err, errlen)) {
 		return AP_EXIT_INPUT;
+	}
 	int rc = hv_build(p, &r->hv, &v, why, sizeof why);
 	if (rc) {
-		ap_profile_destroy(p);
+		free_loaded(p, r->peak);
 		if (n == 1)
 			ap_cli_seterr(err, errlen, "%s: %s", paths[0], why);
 		else
@@ -392,17 +450,20 @@ int report_write(const char *const *paths, size_t n, const report_options *r,
 		return rc;
 	}
 	if (r->json) {
-		print_json(out, v, r, p, r->memory ? &mv : NULL);
+		print_json(out, v, r, p, r->memory ? &mv : NULL,
+			   r->peak ? &pk : NULL);
 	} else {
 		print_table(out, v, r);
 		show_attach(out, p, v);
+		if (r->peak)
+			print_peak(out, &pk, r->hv.level);
 		if (r->sizes)
 			show_sizes(out, p, NULL);
 		if (r->memory)
 			memview_print(out, &mv.mem, mv.trigger, &mv.heap, mv.level);
 	}
 	hv_destroy(v);
-	ap_profile_destroy(p);
+	free_loaded(p, r->peak);
 	if (fflush(out) || ferror(out)) {
 		ap_cli_seterr(err, errlen, "writing the report: %s",
 			      strerror(errno));

@@ -22,6 +22,9 @@ typedef struct report_options {
 	bool json;       /* one JSON object instead of the table */
 	bool sizes;      /* add the size and lifetime distributions */
 	bool memory;     /* add the memory waterfall (memview.h) */
+	bool peak;       /* the heap at the in-use peak ("peak" extension) */
+	bool lifetimes;  /* report_time.h: lifetimes per site */
+	double short_ns; /* --lifetimes: "short-lived" limit (default 1 ms) */
 } report_options;
 
 /* Defaults: hv_options_default, top 20, table, no distributions. */

@@ -28,9 +28,15 @@ static int obs_valid(const ap_life_obs *o)
 	       o->size >= 0;
 }
 
+/* An observation with the sum of squared weights it stands for. */
+typedef struct lobs {
+	ap_life_obs o;
+	double w2;
+} lobs;
+
 static int cmp_obs(const void *a, const void *b)
 {
-	const ap_life_obs *x = a, *y = b;
+	const ap_life_obs *x = &((const lobs *)a)->o, *y = &((const lobs *)b)->o;
 	if (x->lifetime_ns != y->lifetime_ns)
 		return x->lifetime_ns < y->lifetime_ns ? -1 : 1;
 	return (int)x->censored - (int)y->censored;
@@ -42,7 +48,7 @@ static int cmp_obs(const void *a, const void *b)
  * variance unchanged (a censored block's influence after T_i is the same
  * -H(T_i) it had while at risk), so event times carry every step.
  */
-static long life_curve(const ap_life_obs *obs, size_t n,
+static long life_curve(const ap_life_obs *obs, const double *w2, size_t n,
 		       const ap_allocator *alloc, life_point **pts_out,
 		       double *total_w)
 {
@@ -54,9 +60,10 @@ static long life_curve(const ap_life_obs *obs, size_t n,
 	if (!obs)
 		return AP_EINVAL;
 	for (size_t i = 0; i < n; i++)
-		if (!obs_valid(&obs[i]))
+		if (!obs_valid(&obs[i]) ||
+		    (w2 && !(isfinite(w2[i]) && w2[i] >= obs[i].weight)))
 			return AP_EINVAL;
-	ap_life_obs *s = a->alloc(a->ctx, n * sizeof *s);
+	lobs *s = a->alloc(a->ctx, n * sizeof *s);
 	life_point *pts = a->alloc(a->ctx, n * sizeof *pts);
 	if (!s || !pts) {
 		if (s)
@@ -67,9 +74,10 @@ static long life_curve(const ap_life_obs *obs, size_t n,
 	}
 	double risk = 0, risk2 = 0;
 	for (size_t i = 0; i < n; i++) {
-		s[i] = obs[i];
+		s[i].o = obs[i];
+		s[i].w2 = w2 ? w2[i] : obs[i].weight * obs[i].weight;
 		risk += obs[i].weight;
-		risk2 += obs[i].weight * obs[i].weight;
+		risk2 += s[i].w2;
 	}
 	*total_w = risk;
 	qsort(s, n, sizeof *s, cmp_obs);
@@ -78,11 +86,11 @@ static long life_curve(const ap_life_obs *obs, size_t n,
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		double d = 0, gw = 0, gw2 = 0;
-		while (j < n && s[j].lifetime_ns == s[i].lifetime_ns) {
-			if (!s[j].censored)
-				d += s[j].weight;
-			gw += s[j].weight;
-			gw2 += s[j].weight * s[j].weight;
+		while (j < n && s[j].o.lifetime_ns == s[i].o.lifetime_ns) {
+			if (!s[j].o.censored)
+				d += s[j].o.weight;
+			gw += s[j].o.weight;
+			gw2 += s[j].w2;
 			j++;
 		}
 		double y = risk;
@@ -91,8 +99,8 @@ static long life_curve(const ap_life_obs *obs, size_t n,
 			h += d / (y * y);
 		}
 		for (size_t k = i; k < j; k++) {
-			double z = (s[k].censored ? 0 : 1 / y) - h;
-			prefix += s[k].weight * s[k].weight * z * z;
+			double z = (s[k].o.censored ? 0 : 1 / y) - h;
+			prefix += s[k].w2 * z * z;
 		}
 		risk -= gw;
 		risk2 -= gw2;
@@ -100,7 +108,7 @@ static long life_curve(const ap_life_obs *obs, size_t n,
 			risk2 = 0;
 		if (d > 0) {
 			double var = prefix + h * h * risk2;
-			pts[np].t = s[i].lifetime_ns;
+			pts[np].t = s[i].o.lifetime_ns;
 			pts[np].surv = surv;
 			pts[np].se = surv * sqrt(var);
 			np++;
@@ -160,6 +168,12 @@ static void summary_nan(ap_life_summary *out)
 int ap_life_km(const ap_life_obs *obs, size_t n, double level,
 	       const ap_allocator *alloc, ap_life_summary *out)
 {
+	return ap_life_km_binned(obs, NULL, n, level, alloc, out);
+}
+
+int ap_life_km_binned(const ap_life_obs *obs, const double *weight_sq, size_t n,
+		      double level, const ap_allocator *alloc, ap_life_summary *out)
+{
 	if (!out)
 		return AP_EINVAL;
 	summary_nan(out);
@@ -167,7 +181,7 @@ int ap_life_km(const ap_life_obs *obs, size_t n, double level,
 		return AP_EINVAL;
 	life_point *pts;
 	double w;
-	long np = life_curve(obs, n, alloc, &pts, &w);
+	long np = life_curve(obs, weight_sq, n, alloc, &pts, &w);
 	if (np < 0)
 		return (int)np;
 	if (n == 0)
@@ -197,7 +211,7 @@ int ap_life_survival(const ap_life_obs *obs, size_t n, double t_ns,
 		return AP_EINVAL;
 	life_point *pts;
 	double w;
-	long np = life_curve(obs, n, alloc, &pts, &w);
+	long np = life_curve(obs, NULL, n, alloc, &pts, &w);
 	if (np < 0)
 		return (int)np;
 	*surv = 1;

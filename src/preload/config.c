@@ -162,6 +162,12 @@ static const ap_option_spec specs[] = {
 	  "dump at each new in-use peak, at most once per peak_gap" },
 	{ "peak_gap", AP_OPT_DURATION, OFF(peak_gap_ns), 0, 0, NULL, 0, NULL,
 	  "minimum time between two peak dumps (default 1s)" },
+	{ "timeline", AP_OPT_CUSTOM, OFF(timeline_ns), 0, 0, NULL, 0, parse_interval,
+	  "record live bytes per site this often into a bounded series written "
+	  "with each profile (1s, 500ms; at least 1ms); 0 = off (default)" },
+	{ "lifetimes", AP_OPT_BOOL, OFF(lifetimes), 0, 0, NULL, 0, NULL,
+	  "keep per-site lifetimes of sampled blocks for report --lifetimes "
+	  "(default 1)" },
 	{ "max_depth", AP_OPT_U64, OFF(max_depth), 1, UNWIND_DEPTH_MAX, NULL, 0,
 	  NULL, "deepest stack recorded, in frames" },
 	{ "unwinder", AP_OPT_ENUM, OFF(unwinder), 0, 0, unwinder_names, 0, NULL,
@@ -220,6 +226,7 @@ void rt_options_default(rt_options *o)
 	o->rate = AP_SAMPLER_DEFAULT_RATE;
 	o->dump_at_exit = true;
 	o->peak_gap_ns = 1000000000ULL;
+	o->lifetimes = true;
 	o->max_depth = 64;
 	o->unwinder = UNWINDER_LIBUNWIND;
 	o->format = RT_FORMAT_PPROF;

@@ -44,6 +44,8 @@ typedef struct rt_options {
 				   estimate) were allocated; 0 = none */
 	bool peak;              /* dump at new in-use peaks (rate-limited) */
 	uint64_t peak_gap_ns;   /* minimum time between two peak dumps */
+	uint64_t timeline_ns;   /* timeline cadence (tlring.h); 0 = off */
+	bool lifetimes;         /* per-site lifetime bins (lifebins.h) */
 	uint64_t max_depth;
 	int unwinder;           /* unwinder_kind */
 	int format;             /* rt_format */

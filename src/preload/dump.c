@@ -35,6 +35,7 @@
 #include "allocprof/memory.h"
 #include "config.h"
 #include "log.h"
+#include "tlring.h"
 #include "unwinder.h"
 
 /* ---- mappings -------------------------------------------------------------- */
@@ -491,6 +492,10 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	p->time_nanos = (int64_t)now;
 	p->duration_nanos = now > in->start_realtime_ns
 				    ? (int64_t)(now - in->start_realtime_ns) : 0;
+	/* timeline, peak, lifetimes (docs/TIME.md): first, so the ages of the
+	 * live blocks are taken as close as possible to the dump's start */
+	if (rc == 0)
+		rc = series_add_extensions(p, in->table, in->a);
 	if (rc == 0 && in->with_mappings)
 		rc = add_mappings(p, in->a, &maps);
 	if (rc == 0)

@@ -37,6 +37,7 @@
 #include "push.h"
 #include "attach.h"
 #include "control.h"
+#include "tlring.h"
 
 static sem_t wake;
 static pthread_t thread;
@@ -65,7 +66,7 @@ static bool needed(void)
 {
 	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
 	       rt.opt.peak || procs_signal_dumps_armed() || memtrig_enabled() ||
-	       push_enabled() || control_needs_dumper();
+	       push_enabled() || control_needs_dumper() || series_needs_thread();
 }
 
 static void on_signal(int sig)
@@ -95,6 +96,10 @@ void dumper_configure(void)
 	atomic_store(&next_bytes_mark, rt.opt.every_bytes);
 	memtrig_configure();
 	push_configure();
+	/* peak snapshots ride along with the timeline and with peak dumps */
+	series_configure(&rt.table, &rt.a, rt.opt.rate, rt.opt.timeline_ns,
+			 rt.opt.timeline_ns || rt.opt.peak, rt.opt.peak_gap_ns,
+			 rt.start_realtime_ns, rt.opt.lifetimes);
 	if (rt.opt.signal)
 		dumper_install_handler(rt.opt.signal, on_signal, "the dump");
 }
@@ -143,8 +148,8 @@ static void *dumper_main(void *arg)
 			if (!deadline || t < deadline)
 				deadline = t ? t : 1;
 		}
-		uint64_t more[2] = { memtrig_next(), push_next() };
-		for (int i = 0; i < 2; i++)
+		uint64_t more[3] = { memtrig_next(), push_next(), series_deadline() };
+		for (int i = 0; i < 3; i++)
 			if (more[i] && (!deadline || more[i] < deadline))
 				deadline = more[i];
 		wait_until(deadline);
@@ -152,6 +157,7 @@ static void *dumper_main(void *arg)
 			break;
 		control_poll();
 		uint64_t now = mono_ns();
+		series_poll(now);
 		bool term = atomic_exchange(&term_req, false);
 		bool dump = atomic_exchange(&signal_req, false) || term;
 		if (interval && now >= next_interval) {
@@ -235,6 +241,7 @@ void dumper_atfork_child(void)
 	atomic_store(&stop_req, false);
 	memtrig_atfork_child();
 	push_atfork_child();
+	series_atfork_child(rt.start_realtime_ns);
 }
 
 void dumper_after_sample(const table_totals *after)
@@ -256,6 +263,8 @@ void dumper_after_sample(const table_totals *after)
 	}
 	if (rt.opt.peak && after->inuse_space >= after->peak_inuse_space &&
 	    !atomic_exchange(&peak_req, true))
+		sem_post(&wake);
+	if (series_wants_wake(after))
 		sem_post(&wake);
 }
 

@@ -132,7 +132,7 @@ static void conn_write(http_server *s, conn *c);
 static void blurt(int fd, int status);
 
 enum route { R_INDEX, R_PPROF_INDEX, R_HEAP, R_ALLOCS, R_METRICS, R_SYMBOL,
-	     R_START, R_STOP, R_NONE };
+	     R_START, R_STOP, R_TIMELINE, R_NONE };
 
 static enum route route_of(httpreq_str path)
 {
@@ -152,6 +152,8 @@ static enum route route_of(httpreq_str path)
 		return R_START;
 	if (httpreq_str_eq(path, "/debug/allocprof/stop"))
 		return R_STOP;
+	if (httpreq_str_eq(path, "/debug/allocprof/timeline"))
+		return R_TIMELINE;
 	return R_NONE;
 }
 
@@ -160,6 +162,8 @@ static const char index_html[] =
 	"<h1>allocprof</h1>\n<p>Heap profile of this process, sampled.</p>\n<ul>\n"
 	"<li><a href=\"debug/pprof/\">debug/pprof/</a>: pprof profiles</li>\n"
 	"<li><a href=\"metrics\">metrics</a>: Prometheus metrics</li>\n"
+	"<li><a href=\"debug/allocprof/timeline\">debug/allocprof/timeline</a>: "
+	"live bytes per site over time (timeline=; docs/FORMATS.md)</li>\n"
 	"</ul>\n</body></html>\n";
 
 /* Build the profile of the moment in scratch (allocs: default sample type
@@ -229,6 +233,29 @@ static int build_profile(http_server *s, bool allocs, bool text, http_buf *body)
 	int rc = build_raw(s, &scratch, allocs, &p);
 	if (rc == 0)
 		rc = encode_profile(p, &scratch, text, body);
+	arena_destroy(&scratch);
+	return rc;
+}
+
+/* The timeline's bytes (docs/FORMATS.md, "Time extensions"); 1 when the
+ * timeline is off. */
+static int build_timeline(http_server *s, http_buf *body)
+{
+	if (!s->src.timeline)
+		return 1;
+	arena scratch;
+	arena_init(&scratch);
+	unsigned char *data = NULL;
+	size_t len = 0;
+	int rc = s->src.timeline(&scratch, &data, &len);
+	if (rc == 0 && !data)
+		rc = 1;
+	if (rc == 0) {
+		hb_put(body, data, len);
+		if (hb_failed(body))
+			rc = AP_ENOMEM;
+	}
+	arena_free(&scratch, data); /* a large block is a mapping of its own */
 	arena_destroy(&scratch);
 	return rc;
 }
@@ -401,6 +428,15 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 		ctype = proto ? "application/vnd.google.protobuf; "
 				"proto=io.prometheus.client.MetricFamily; encoding=delimited"
 			      : "text/plain; version=0.0.4; charset=utf-8";
+	} else if (rt == R_TIMELINE) {
+		rc = build_timeline(s, &body);
+		ctype = "application/octet-stream";
+		if (rc == 1) {
+			hb_free(&body);
+			respond_text(c, 404, NULL, "the timeline is off: start the program "
+				     "with timeline=1s in ALLOCPROF_OPTIONS\n", head);
+			return;
+		}
 	} else {
 		rc = build_profile(s, rt == R_ALLOCS, q.text, &body);
 		ctype = q.text ? "text/plain; charset=utf-8" : "application/octet-stream";
@@ -410,7 +446,8 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 	if (rc != 0) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "could not build the %s: %s\n",
-			 rt == R_METRICS ? "metrics" : "profile", ap_strerror(rc));
+			 rt == R_METRICS ? "metrics" : rt == R_TIMELINE ? "timeline" : "profile",
+			 ap_strerror(rc));
 		respond_text(c, 500, NULL, msg, head);
 	} else {
 		respond(c, 200, ctype, extra, body.p, body.n, head);

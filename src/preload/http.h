@@ -88,6 +88,9 @@ typedef struct http_source {
 	 * returns the HTTP status, msg the body. NULL: those paths are 404. */
 	int (*control)(bool start, const char *query, size_t qlen, char *msg,
 		       size_t cap);
+	/* Optional: the "timeline" extension's data for
+	 * /debug/allocprof/timeline, in a's memory (*data NULL: off). */
+	int (*timeline)(arena *a, unsigned char **data, size_t *len);
 } http_source;
 
 typedef struct http_server http_server;

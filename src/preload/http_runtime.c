@@ -19,6 +19,7 @@
 #include "dump.h"
 #include "control.h"
 #include "runtime_core.h"
+#include "tlring.h"
 
 static http_server *server;
 /* The port file this process wrote, removed when its endpoint stops. */
@@ -59,7 +60,8 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 			    .with_mappings = true,
 			    .cost = runtime_cost,
 			    .thread_init = server_thread_init,
-			    .control = control_http };
+			    .control = control_http,
+			    .timeline = series_timeline_blob };
 	char err[256];
 	char where[80];
 	http_listen_format(l, l->port, where, sizeof where);

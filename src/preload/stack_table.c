@@ -12,6 +12,7 @@
 
 #include "../lib/hash.h"
 #include "allocprof/common.h"
+#include "lifebins.h"
 
 #define INIT_BUCKETS 1024
 
@@ -243,6 +244,8 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 	t->tot.inuse_space -= rec->weight * (double)rec->size;
 	t->tot.inuse_objects -= rec->weight;
 	t->tot.frees++;
+	if (t->life_on && now_ns >= rec->t_ns)
+		lifebins_add(t->a, &s->life, now_ns - rec->t_ns, rec->weight, rec->size);
 	pthread_mutex_unlock(&t->lock);
 	if (now_ns >= rec->t_ns)
 		ap_hist_add_weight(t->hist_lifetime, now_ns - rec->t_ns, rec->weight);

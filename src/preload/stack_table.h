@@ -64,6 +64,7 @@ typedef struct site {
 	uint64_t size_class;   /* ap_hist_value_to_key(SITE_SIZE_SIGBITS, size) */
 	uint64_t rate;
 	site_counts alloc, inuse;
+	struct life_bins *life; /* lifetimes of freed samples (lifebins.h) */
 } site;
 
 /* A consistent copy of one site's numbers, for building a profile. */
@@ -93,6 +94,7 @@ typedef struct stack_table {
 	table_totals tot;
 	ap_hist *hist_size;     /* requested sizes, HT-weighted */
 	ap_hist *hist_lifetime; /* ns from allocation to free, HT-weighted */
+	bool life_on;           /* per-site lifetime bins (lifebins.h) */
 } stack_table;
 
 /* Histogram precision: 2^-5 ~ 3% relative bucket width. */
