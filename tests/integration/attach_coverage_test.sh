@@ -6,8 +6,8 @@
 # program's counting window, close it, detach; then compare the bytes interval of window_c and
 # window_cxx (`report --alloc --json`, bytes_lo..bytes_hi) with the bytes
 # the program counted in them.
-# First, that seed= reaches a later attach at all (progs/attach_reseed:
-# the same allocations in four in-process windows seeded 1, 5, 6, 5;
+# First, that seed= reaches a later attach at all (progs/attach_inproc
+# --reseed: the same allocations in four in-process windows seeded 1, 5, 6, 5;
 # windows 2 and 4 must be sampled alike, 3 not).
 # (AP_TEST_PRELOAD: needs the runtime; skipped in sanitizer builds.)
 #
@@ -40,14 +40,7 @@
 #   the estimate (samples x R, give or take R per sample) has variance
 #   ~R*B; fail if |sum - B| > 3.29 sqrt(R*B) (two-sided P = 0.001); with
 #   ~800 samples in all that is ~12% of B.
-set -euo pipefail
-. "$(dirname "$0")/preload_smoke_test.sh"
-PROG=$AP_PROGDIR/attach_target
-[ -x "$PROG" ] || fail "test program not built: $PROG"
-command -v python3 >/dev/null || skip "python3 is not installed"
-[ "$(uname -m)" = x86_64 ] || skip "attach supports x86_64 only"
-[ -r /proc/sys/kernel/yama/ptrace_scope ] &&
-	[ "$(cat /proc/sys/kernel/yama/ptrace_scope)" = 3 ] && skip "ptrace disabled (Yama 3)"
+. "$(dirname "$0")/attach_common.sh"
 
 # sites FILE.pb.gz: each reseed_ site's samples and bytes, one per line.
 sites() {
@@ -57,10 +50,10 @@ for x in json.load(sys.stdin)["sites"]:
     if x["function"].startswith("reseed_"):
         print(x["function"], x["samples"], x["bytes"])' | sort
 }
-RS=$AP_PROGDIR/attach_reseed
+RS=$AP_PROGDIR/attach_inproc
 [ -x "$RS" ] || fail "test program not built: $RS"
 mkdir -p "$TMP/rs"
-[ "$("$RS" "$LIB" "$TMP/rs")" = ok ] || fail "attach_reseed failed"
+[ "$("$RS" "$LIB" --reseed "$TMP/rs")" = ok ] || fail "attach_inproc --reseed failed"
 for k in 1 2 3 4; do sites "$TMP/rs/p$k.pb.gz" >"$TMP/rs/$k"; done
 [ "$(wc -l <"$TMP/rs/2")" = 2 ] || fail "reseed: sites: $(cat "$TMP/rs/2")"
 cmp -s "$TMP/rs/2" "$TMP/rs/4" ||
@@ -92,6 +85,7 @@ wait_for() {
 	fail "timed out waiting for: test $*"
 }
 
+reports=()
 for i in $(seq "$W"); do
 	"$CLI" attach --no-wait -q -r 65536 -e seed=$((7000 + i)) \
 		-o "$TMP/w$i.%n.pb.gz" "$pid" || fail "window $i: attach failed"
@@ -101,14 +95,16 @@ for i in $(seq "$W"); do
 	wait_for -e "$D/window.done"
 	"$CLI" detach "$pid" 2>"$TMP/detach" || fail "window $i: detach: $(cat "$TMP/detach")"
 	cp "$D/counts" "$TMP/w$i.counts"
+	# reports in the background, during the next window (wall time)
 	prof=$(ls "$TMP/w$i".*.pb.gz)
-	"$CLI" report --alloc --json "$prof" >"$TMP/w$i.95.json" || fail "report $prof"
-	"$CLI" report --alloc --json --level 0.5 "$prof" >"$TMP/w$i.50.json" ||
-		fail "report --level 0.5 $prof"
+	{ "$CLI" report --alloc --json "$prof" >"$TMP/w$i.95.json" &&
+		"$CLI" report --alloc --json --level 0.5 "$prof" >"$TMP/w$i.50.json"; } &
+	reports+=($!)
 	# the next window: files gone, the program's counts restarted
 	rm -f "$D/window.end" "$D/window"
 	wait_for ! -e "$D/window.done"
 done
+for r in "${reports[@]}"; do wait "$r" || fail "a report failed"; done
 touch "$D/stop"
 st=0
 wait "$pid" || st=$?
