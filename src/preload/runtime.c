@@ -301,6 +301,7 @@ static void thread_init(rt_thread *t)
 	uint64_t idx = atomic_fetch_add(&rt.nthreads, 1) + 1;
 	c.seed = __atomic_load_n(&rt.seed_base, __ATOMIC_RELAXED);
 	t->idx = idx;
+	t->seed_gen = atomic_load(&rt.seed_gen); /* also when init fails */
 	if (ap_sampler_init(&t->sampler, &c) != 0)
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 	else
