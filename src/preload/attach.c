@@ -268,8 +268,9 @@ static void option_error(void *ctx, const char *msg)
 	rt_log("attach options: %s", msg);
 }
 
-/* Attach after a detach: new rate and output from options, alloc view
- * restarted (in-use keeps blocks of earlier windows still live). */
+/* Attach after a detach: new rate, output and seed (when not 0) from
+ * options, alloc view restarted (in-use keeps blocks of earlier windows
+ * still live). */
 static int again(const char *options)
 {
 	rt_options o;
@@ -281,6 +282,11 @@ static int again(const char *options)
 		snprintf(rt.pattern, sizeof rt.pattern, "%s", o.output);
 	table_reset_alloc(&rt.table);
 	pthread_mutex_unlock(&rt.dump_lock);
+	if (o.seed) {
+		/* each thread reseeds on its next slow path (runtime.c) */
+		__atomic_store_n(&rt.seed_base, o.seed, __ATOMIC_RELAXED);
+		atomic_fetch_add(&rt.seed_gen, 1);
+	}
 	repatch();
 	dumper_start_if_needed();
 	http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);

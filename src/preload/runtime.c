@@ -85,8 +85,12 @@ static void option_error(void *ctx, const char *msg)
  */
 static void thread_seed(rt_thread *t, uint64_t idx)
 {
-	if (rt.seed_base)
-		(void)ap_prng_seed_stream(&t->sampler.prng, rt.seed_base,
+	/* seed_gen read first (acquire): a seed_base set by a later attach
+	 * before its bump is then the one read below */
+	t->seed_gen = atomic_load(&rt.seed_gen);
+	uint64_t base = __atomic_load_n(&rt.seed_base, __ATOMIC_RELAXED);
+	if (base)
+		(void)ap_prng_seed_stream(&t->sampler.prng, base,
 					  rt.stream_salt ^ idx);
 	else
 		(void)ap_prng_seed(&t->sampler.prng, 0);
@@ -295,8 +299,9 @@ static void thread_init(rt_thread *t)
 	ap_sampler_config_default(&c);
 	c.rate = rt.opt.rate;
 	uint64_t idx = atomic_fetch_add(&rt.nthreads, 1) + 1;
-	c.seed = rt.seed_base;
+	c.seed = __atomic_load_n(&rt.seed_base, __ATOMIC_RELAXED);
 	t->idx = idx;
+	t->seed_gen = atomic_load(&rt.seed_gen); /* also when init fails */
 	if (ap_sampler_init(&t->sampler, &c) != 0)
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 	else
@@ -341,7 +346,10 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 	} else if (AP_UNLIKELY(t->gen != atomic_load_explicit(&rt_rate_gen,
 							      memory_order_relaxed) ||
 				 !control_on())) {
-		/* Sampling was turned on, off or re-rated (control.h). */
+		/* Sampling was turned on, off or re-rated (control.h); a
+		 * later attach may also have set a new seed. */
+		if (t->seed_gen != atomic_load(&rt.seed_gen))
+			thread_seed(t, t->idx);
 		if (!control_sync(t) || !ap_sampler_should_sample(&t->sampler, n)) {
 			rt_leave(m);
 			return false;

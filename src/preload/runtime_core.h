@@ -46,6 +46,9 @@ typedef struct rt_thread {
 	ap_sampler sampler;
 	int guard;          /* >0: inside the runtime; allocations pass through */
 	bool ready;         /* sampler initialised for this thread */
+	/* rt.seed_gen when this thread was last seeded (16 bits: it fits in
+	 * padding, keeping the static TLS the runtime takes unchanged) */
+	uint16_t seed_gen;
 	uint64_t sigsave;   /* signal mask from rt_sample_begin to _end */
 	uint64_t forksave;  /* signal mask across the fork handlers */
 	uint64_t idx;       /* 1-based thread number: its seed stream */
@@ -106,6 +109,7 @@ typedef struct runtime {
 	arena a;
 	stack_table table;
 	uint64_t seed_base;     /* per-thread seeds derive from it (seed != 0) */
+	_Atomic uint16_t seed_gen; /* bumped when a later attach sets seed=: threads reseed */
 	uint64_t stream_salt;   /* 0; in a fork child pid << 32: its own streams */
 	atomic_uint_fast64_t nthreads;
 	uint64_t start_realtime_ns;

@@ -9,14 +9,7 @@
 # user's process) is one line, non-zero, with the target still running;
 # an attach ended by SIGINT detaches; a target exiting while attached.
 # (AP_TEST_PRELOAD: needs the runtime; skipped in sanitizer builds.)
-set -euo pipefail
-. "$(dirname "$0")/preload_smoke_test.sh"
-PROG=$AP_PROGDIR/attach_target
-[ -x "$PROG" ] || fail "test program not built: $PROG"
-command -v python3 >/dev/null || skip "python3 is not installed"
-[ "$(uname -m)" = x86_64 ] || skip "attach supports x86_64 only"
-[ -r /proc/sys/kernel/yama/ptrace_scope ] &&
-	[ "$(cat /proc/sys/kernel/yama/ptrace_scope)" = 3 ] && skip "ptrace disabled (Yama 3)"
+. "$(dirname "$0")/attach_common.sh"
 PIDS=()
 cleanup() {
 	local p

@@ -17,6 +17,11 @@
  *                   freed again right away), then DIR/window.done appears;
  *   DIR/stop        the program ends.
  *
+ * Windows repeat: once DIR/window and DIR/window.end are both gone after a
+ * window, the counts restart from 0 and DIR/counts and DIR/window.done are
+ * removed (their absence tells the test the next window may open;
+ * attach_coverage_test.sh runs many windows on one process).
+ *
  * stdout is one line that does not depend on timing or on the profiler:
  * "threads 3 errors 0" (a corrupted block would count as an error).
  * Exit 0, or 77 when libz.so.1 cannot be loaded.
@@ -146,6 +151,16 @@ static void write_counts(unsigned long cn, unsigned long cxn)
 		fclose(f);
 }
 
+/* Ready for the next window: remove the last window's files. */
+static void rearm(void)
+{
+	char p[1100];
+	snprintf(p, sizeof p, "%s/counts", dir);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/window.done", dir);
+	unlink(p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
@@ -172,6 +187,10 @@ int main(int argc, char **argv)
 		} else if (exists("window.end") && !counted) {
 			write_counts(cn, cxn);
 			counted = true;
+		} else if (counted && !exists("window") && !exists("window.end")) {
+			rearm();
+			cn = cxn = 0;
+			counted = false;
 		}
 		nap(1000000);
 	}
