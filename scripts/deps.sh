@@ -7,7 +7,7 @@ level=${1:-test}
 build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev libelf-dev)
 test=(valgrind strace prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
       libgoogle-perftools-dev libmimalloc-dev libmimalloc2.0 python3 sqlite3 git curl
-      libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin)
+      libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin musl-tools)
 bench=(heaptrack gnuplot-nox hyperfine strace)
 want=("${build[@]}")
 [ "$level" = build ] || want+=("${test[@]}")

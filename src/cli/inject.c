@@ -98,7 +98,9 @@ static void scan_line(inject_proc *p, const char *runtime_name, const char *line
 	const char *path = line + pos;
 	if (path[0] != '/')
 		return;
-	if (path_has(path, "ld-musl"))
+	/* musl's loader is its libc: mapped as ld-musl-ARCH.so.1, or through
+	 * that link as /usr/lib/ARCH-linux-musl/libc.so (Debian) */
+	if (path_has(path, "ld-musl") || strstr(path, "-linux-musl/"))
 		s->musl = true;
 	if (off == 0 && path_has(path, "libc.so.6") && !p->libc_base) {
 		snprintf(p->libc, sizeof p->libc, "%s", path);

@@ -5,7 +5,7 @@
 # the sites it made them (C, C++, and libz dlopen'ed while attached); 20
 # attach/detach cycles on the same process; output and exit status equal
 # to a run never attached; over jemalloc and tcmalloc when installed; and
-# each refusal (no such process, preloaded, statically linked, another
+# each refusal (no such process, preloaded, statically linked, musl, another
 # user's process) is one line, non-zero, with the target still running;
 # an attach ended by SIGINT detaches; a target exiting while attached.
 # (AP_TEST_PRELOAD: needs the runtime; skipped in sanitizer builds.)
@@ -134,6 +134,18 @@ if echo 'int main(void){for(;;)__asm__ volatile("pause");}' >"$TMP/spin.c" &&
 	refuse static "statically linked" "$CLI" attach -d 0.1 "$spid"
 	kill -0 "$spid" || fail "static target died"
 	kill "$spid"
+fi
+# A musl process (musl-gcc from Debian's musl-tools; scripts/deps.sh).
+if command -v musl-gcc >/dev/null &&
+	musl-gcc -o "$TMP/spin_musl" "$TMP/spin.c" 2>/dev/null; then
+	"$TMP/spin_musl" &
+	mpid=$!
+	PIDS+=("$mpid")
+	refuse musl "uses musl libc" "$CLI" attach -d 0.1 "$mpid"
+	kill -0 "$mpid" || fail "musl target died"
+	kill "$mpid"
+else
+	echo "note: no musl-gcc, the musl refusal is not tested"
 fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$CLI"; then
