@@ -95,8 +95,8 @@ int tv_stack_locations(ap_profile *p, const ap_tl_stack *st, size_t n,
 }
 
 int tv_add_marked(ap_profile *p, uint64_t *const *ids, const ap_tl_stack *st,
-		      uint32_t k, uint64_t rate, const ap_heap_sums *alloc,
-		      const ap_heap_sums *inuse, int64_t mark)
+		  uint32_t k, uint64_t rate, const ap_heap_sums *alloc,
+		  const ap_heap_sums *inuse, int64_t mark)
 {
 	int64_t vals[AP_HEAP_NVALUES];
 	uint64_t key = ap_round_key(st[k].addrs, st[k].depth, 0) ^ rate;
