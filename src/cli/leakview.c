@@ -14,15 +14,27 @@
 #include "cli_util.h"
 #include "json.h"
 
-/* Site j's live bytes and their variances over the points into pts. */
-static void site_points(const ts_series *s, size_t j, ap_leak_point *pts)
+/*
+ * Site j's live bytes and their variances over the points into pts; the
+ * count. Points where the site's value is unknown are left out: the
+ * runtime's timeline ring lists only the largest sites of each point (the
+ * rest summed as "other"), so a site missing from a ring point was below
+ * that point's cut, not at 0 bytes; counting it as 0 would make a site
+ * hovering at the cut look like a swing. The trend then fits the points
+ * where the site was seen (its later half by its own span).
+ */
+static size_t site_points(const ts_series *s, size_t j, ap_leak_point *pts)
 {
+	size_t n = 0;
 	for (size_t i = 0; i < ts_npoints(s); i++) {
+		if (j != SIZE_MAX && !ts_cell_known(s, i, j))
+			continue;
 		ts_cell c = j == SIZE_MAX ? ts_point_at(s, i)->total
 					  : ts_cell_at(s, i, j);
-		pts[i] = (ap_leak_point){ts_point_at(s, i)->t_s, c.v.bytes,
-					 c.v.var_bytes};
+		pts[n++] = (ap_leak_point){ts_point_at(s, i)->t_s, c.v.bytes,
+					   c.v.var_bytes};
 	}
+	return n;
 }
 
 /* Leaks first (fastest first), then by q, then by live bytes at the end. */
@@ -58,8 +70,8 @@ int lk_analyse(const ts_series *s, double fdr, lk_result *out, char *err,
 	out->is_leak = calloc(ns + 1, sizeof *out->is_leak);
 	int rc = pts && ser && res && out->rows && out->is_leak ? 0 : AP_ENOMEM;
 	for (size_t j = 0; !rc && j < ns; j++) {
-		site_points(s, j, pts + j * np);
-		ser[j] = (ap_leak_series){pts + j * np, np};
+		size_t n = site_points(s, j, pts + j * np);
+		ser[j] = (ap_leak_series){pts + j * np, n};
 	}
 	if (!rc)
 		rc = ap_leak_fdr(ser, ns, out->level, fdr, NULL, res);
@@ -68,7 +80,9 @@ int lk_analyse(const ts_series *s, double fdr, lk_result *out, char *err,
 		rc = ap_leak_trend(pts + ns * np, np, out->level, &out->total);
 	}
 	for (size_t j = 0; !rc && j < ns; j++) {
-		out->rows[j] = (lk_row){j, res[j], ser[j].pts[np - 1].bytes};
+		/* the last known value (the ring may not list it at the end) */
+		out->rows[j] = (lk_row){j, res[j],
+					ser[j].n ? ser[j].pts[ser[j].n - 1].bytes : 0};
 		out->is_leak[j] = res[j].leak;
 		out->nleaks += res[j].leak;
 	}

@@ -21,7 +21,7 @@
 typedef struct lk_row {
 	size_t site;       /* index in the series (ts_site_at) */
 	ap_leak_result r;  /* rate, interval (bytes/s), p, q, leak */
-	double last_bytes; /* live bytes at the last point */
+	double last_bytes; /* live bytes at the last point where known */
 } lk_row;
 
 typedef struct lk_result {

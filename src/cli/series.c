@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include "series.h"
 
+#include "allocprof/timeline.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include "keymap.h"
 #include "profload.h"
 #include "symmemo.h"
+#include "timeview.h"
 
 /* A site's cell at one point (cells of a point sorted by site). */
 struct cell {
@@ -231,6 +234,19 @@ ts_cell ts_cell_at(const ts_series *s, size_t i, size_t j)
 	return lo < s->pts[i].n && c[lo].site == j ? c[lo].c : zero;
 }
 
+bool ts_cell_known(const ts_series *s, size_t i, size_t j)
+{
+	if (i >= s->npts)
+		return false;
+	if (!s->pts[i].p.partial)
+		return true;
+	const struct cell *c = s->cells + s->pts[i].first;
+	for (size_t k = 0; k < s->pts[i].n; k++)
+		if (c[k].site == j)
+			return true;
+	return false;
+}
+
 size_t ts_peak(const ts_series *s)
 {
 	size_t k = 0;
@@ -238,6 +254,118 @@ size_t ts_peak(const ts_series *s)
 		if (s->pts[i].p.total.v.bytes > s->pts[k].p.total.v.bytes)
 			k = i;
 	return k;
+}
+
+/* ---- the runtime's timeline ring ----------------------------------- */
+
+/* The ring's total (listed sites and "other") as a cell, by the report's
+ * interval rule (sample_stat's sums for one group at the process rate). */
+static ts_cell ring_total(const ap_heap_sums *t, double rate, double level)
+{
+	hv_stat st;
+	memset(&st, 0, sizeof st);
+	st.bytes = t->space;
+	st.var_bytes = t->space_var;
+	st.objects = t->objects;
+	st.var_objects = t->objects_var;
+	st.var2_bytes = t->space_var2;
+	st.var2_objects = t->objects_var2;
+	st.samples = t->samples;
+	st.exact_samples = t->exact;
+	st.rate_max = rate;
+	st.u = t->u;
+	hv_stat_add_group(&st, rate, t->samples, t->u);
+	hv_stat_finish(&st, level);
+	return cell_of(&st);
+}
+
+/*
+ * Append every ring point of tl to s. p (the dump, ours to change) gets
+ * one sample per listed site of each point, appended point after point,
+ * so point i's samples are a slice: a shallow copy of p with that slice
+ * as its samples is point i's heap (the dump's mappings and locations,
+ * symbolized once through the memo).
+ */
+static int add_ring(ts_series *s, ap_profile *p, const ap_timeline *tl,
+		    const char *path, char *err, size_t errlen)
+{
+	uint64_t **ids = NULL;
+	size_t *first = calloc(tl->npoints + 1, sizeof *first);
+	int rc = first ? tv_stack_locations(p, tl->stacks, tl->nstacks, &ids)
+		       : AP_ENOMEM;
+	ap_heap_sums none;
+	memset(&none, 0, sizeof none);
+	for (size_t i = 0; !rc && i < tl->npoints; i++) {
+		const ap_tl_point *pt = &tl->points[i];
+		first[i] = p->nsamples;
+		for (size_t k = 0; !rc && k < pt->nsites; k++)
+			rc = tv_add_marked(p, ids, tl->stacks, pt->sites[k].stack,
+					   pt->sites[k].rate, &none,
+					   &pt->sites[k].inuse, (int64_t)i + 1);
+	}
+	first[tl->npoints] = p->nsamples;
+	if (rc)
+		ap_cli_seterr(err, errlen, "%s: cannot rebuild the timeline: %s",
+			      path, ap_strerror(rc));
+	double rate = (double)(tl->period ? tl->period
+				: p->period > 0 ? (uint64_t)p->period : 1);
+	for (size_t i = 0; !rc && i < tl->npoints; i++) {
+		ap_profile view = *p;
+		view.samples = p->samples + first[i];
+		view.nsamples = first[i + 1] - first[i];
+		char why[400];
+		rc = ts_series_add_profile(s, &view, (double)tl->points[i].t_ns / 1e9,
+					   0, path, why, sizeof why);
+		if (rc) {
+			ap_cli_seterr(err, errlen, "%s: timeline point %zu: %s",
+				      path, i, why);
+			break;
+		}
+		struct point *sp = &s->pts[s->npts - 1];
+		sp->p.partial = true;
+		sp->p.total = ring_total(&tl->points[i].total, rate,
+					 s->opt.hv.level);
+	}
+	if (ids)
+		free(ids[0]);
+	free(ids);
+	free(first);
+	return rc;
+}
+
+/*
+ * The ring of the dump at path when it has one with at least two points:
+ * *used tells. 0 without one (nothing done); errors with one line in err.
+ */
+static int try_ring(ts_series *s, const char *path, bool *used, char *err,
+		    size_t errlen)
+{
+	ap_profile *p = NULL;
+	ap_timeline *tl = NULL;
+	*used = false;
+	int rc = hv_load_profiles(&path, 1, &p, err, errlen);
+	size_t cur = 0;
+	const ap_profile_ext *ext =
+		rc ? NULL : ap_profile_ext_next(p, AP_TIMELINE_EXT, false, &cur);
+	if (ext) {
+		char why[200] = "";
+		rc = ap_timeline_decode(ext->data, ext->len, NULL, &tl, why,
+					sizeof why);
+		if (rc)
+			ap_cli_seterr(err, errlen, "%s: the timeline extension is "
+				      "unreadable: %s", path, why);
+	}
+	if (!rc && tl && tl->npoints >= 2) {
+		*used = true;
+		ap_cli_error("using the timeline ring of %s (%zu points every "
+			     "%.3g s at the end)", path, tl->npoints,
+			     (double)tl->cadence_ns / 1e9);
+		rc = add_ring(s, p, tl, path, err, errlen);
+	}
+	ap_timeline_free(tl);
+	ap_profile_destroy(p);
+	return rc == AP_ENOMEM || rc == AP_EIO || rc == AP_EINVAL ? rc
+	       : rc ? AP_ECORRUPT : 0;
 }
 
 /* ---- loading interval dumps ---------------------------------------- */
@@ -565,15 +693,20 @@ int ts_series_load(const char *const *paths, size_t n, const ts_options *o,
 		rc = select_process(&f, o->pid, err, errlen);
 	if (!rc)
 		rc = order(&f, err, errlen);
-	if (!rc && f.n < 2) {
-		ap_cli_seterr(err, errlen, "only one dump (%s): a series over "
-			      "time needs at least two (dump with "
-			      "ALLOCPROF_OPTIONS=interval=1s)", f.d[0].path);
-		rc = AP_ECORRUPT;
-	}
 	if (!rc && (rc = ts_series_new(o, f.d[0].has_id ? &f.d[0].id : NULL, &s)))
 		ap_cli_seterr(err, errlen, "out of memory");
+	/* the latest dump's ring, when it has one, is denser than the dumps */
+	bool ring = false;
 	if (!rc)
+		rc = try_ring(s, f.d[f.n - 1].path, &ring, err, errlen);
+	if (!rc && !ring && f.n < 2) {
+		ap_cli_seterr(err, errlen, "only one dump (%s) and no timeline in "
+			      "it: a series over time needs at least two points "
+			      "(run with ALLOCPROF_OPTIONS=timeline=1s, or dump "
+			      "with interval=1s)", f.d[0].path);
+		rc = AP_ECORRUPT;
+	}
+	if (!rc && !ring)
 		rc = load_points(s, &f, err, errlen);
 	files_free(&f);
 	if (rc)

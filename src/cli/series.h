@@ -54,6 +54,10 @@ typedef struct ts_point {
 	uint64_t seq;     /* the dump's sequence number; 0 when not a dump */
 	const char *source; /* the file it came from; "" when none */
 	ts_cell total;    /* every site together */
+	bool partial;     /* lists only the largest sites (the runtime's
+			     timeline ring keeps 16 per point, the rest as
+			     one "other" sum inside total): a site absent
+			     here is unknown, not zero (ts_cell_known) */
 } ts_point;
 
 typedef struct ts_site {
@@ -108,7 +112,13 @@ int ts_series_add_profile(ts_series *s, const ap_profile *p, double t_s,
  * profile is skipped and counted in a note on stderr). Dumps are grouped
  * by process; with several processes o->pid chooses one (an error naming
  * them otherwise). Profiles without a process identity form one series
- * only when no file has one (their times from time_nanos). Points are
+ * only when no file has one (their times from time_nanos).
+ * When the latest dump of the process carries the runtime's "timeline"
+ * extension (timeline=) with at least two points, its ring is the series
+ * instead (denser than the dumps; one line on stderr says so): each ring
+ * point becomes a partial point (ts_point.partial) at its time since the
+ * start, its listed sites keyed as the report keys them, its total the
+ * ring's total (listed sites and "other"). Points are
  * ordered by sequence number and must have increasing times; a dump given
  * twice (same sequence and time) counts once. 0, or with one line in
  * err: AP_EINVAL for what the user must change (no profile, several
@@ -125,6 +135,10 @@ size_t ts_nsites(const ts_series *s);
 const ts_site *ts_site_at(const ts_series *s, size_t j);
 /* Site j's cell at point i (zeros when nothing was live there). */
 ts_cell ts_cell_at(const ts_series *s, size_t i, size_t j);
+/* Whether site j's value at point i is known: false only when point i
+ * is partial and does not list site j (ts_cell_at then gives zeros, which
+ * a trend must not take for zero bytes). */
+bool ts_cell_known(const ts_series *s, size_t i, size_t j);
 /* The process the series is of; NULL when unknown. */
 const ap_process_id *ts_process(const ts_series *s);
 const ts_options *ts_series_options(const ts_series *s);

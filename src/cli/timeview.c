@@ -46,8 +46,8 @@ static uint64_t mapping_for(const ap_profile *p, uint64_t addr)
  * Location ids for every stack of the extension: found by address among
  * p's Locations, or added. ids[k] points into one array (free ids[0]).
  */
-static int stack_locations(ap_profile *p, const ap_tl_stack *st, size_t n,
-			   uint64_t ***out)
+int tv_stack_locations(ap_profile *p, const ap_tl_stack *st, size_t n,
+		       uint64_t ***out)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
@@ -94,10 +94,9 @@ static int stack_locations(ap_profile *p, const ap_tl_stack *st, size_t n,
 	return 0;
 }
 
-/* Add a sample for stack k with the given sums, marked mark. */
-static int add_marked(ap_profile *p, uint64_t *const *ids, const ap_tl_stack *st,
-		      uint32_t k, uint64_t rate, const ap_heap_sums *alloc,
-		      const ap_heap_sums *inuse, int64_t mark)
+int tv_add_marked(ap_profile *p, uint64_t *const *ids, const ap_tl_stack *st,
+		  uint32_t k, uint64_t rate, const ap_heap_sums *alloc,
+		  const ap_heap_sums *inuse, int64_t mark)
 {
 	int64_t vals[AP_HEAP_NVALUES];
 	uint64_t key = ap_round_key(st[k].addrs, st[k].depth, 0) ^ rate;
@@ -242,11 +241,11 @@ int tv_peak_profile(const char *const *paths, size_t n, bool symbolize,
 	info->total = pt->total;
 	info->period = (double)(tl->period ? tl->period : (uint64_t)p->period);
 	uint64_t **ids = NULL;
-	rc = stack_locations(p, tl->stacks, tl->nstacks, &ids);
+	rc = tv_stack_locations(p, tl->stacks, tl->nstacks, &ids);
 	ap_heap_sums none;
 	memset(&none, 0, sizeof none);
 	for (size_t i = 0; rc == 0 && i < pt->nsites; i++)
-		rc = add_marked(p, ids, tl->stacks, pt->sites[i].stack, pt->sites[i].rate,
+		rc = tv_add_marked(p, ids, tl->stacks, pt->sites[i].stack, pt->sites[i].rate,
 				&none, &pt->sites[i].inuse, (int64_t)i + 1);
 	if (ids)
 		free(ids[0]);
@@ -496,14 +495,14 @@ static void free_groups(group *gs, size_t ng)
 static int mark_sites(ap_profile *p, const ap_lifetimes *lt)
 {
 	uint64_t **ids = NULL;
-	int rc = stack_locations(p, lt->stacks, lt->nstacks, &ids);
+	int rc = tv_stack_locations(p, lt->stacks, lt->nstacks, &ids);
 	ap_heap_sums one, none;
 	memset(&one, 0, sizeof one);
 	memset(&none, 0, sizeof none);
 	one.objects = one.space = 1;
 	one.samples = 1;
 	for (size_t i = 0; rc == 0 && i < lt->nsites; i++)
-		rc = add_marked(p, ids, lt->stacks, lt->sites[i].stack, lt->sites[i].rate,
+		rc = tv_add_marked(p, ids, lt->stacks, lt->sites[i].stack, lt->sites[i].rate,
 				&one, &none, (int64_t)i + 1);
 	if (ids)
 		free(ids[0]);

@@ -18,7 +18,24 @@
 #include "allocprof/estimate.h"
 #include "allocprof/lifetime.h"
 #include "allocprof/profile.h"
+#include "allocprof/timeline.h"
 #include "heapview.h"
+
+/*
+ * Location ids for every stack of an extension: found by address among
+ * p's Locations, or added in the mapping holding the address. (*out)[k]
+ * are stack k's ids; free (*out)[0] then *out. 0 or AP_ENOMEM.
+ */
+int tv_stack_locations(ap_profile *p, const ap_tl_stack *st, size_t n,
+		       uint64_t ***out);
+/*
+ * Append to p (a heap profile) a sample of stack k (ids from
+ * tv_stack_locations) with the alloc and inuse sums at rate, labelled
+ * with mark (> 0) so it can be told from p's own samples.
+ */
+int tv_add_marked(ap_profile *p, uint64_t *const *ids, const ap_tl_stack *st,
+		  uint32_t k, uint64_t rate, const ap_heap_sums *alloc,
+		  const ap_heap_sums *inuse, int64_t mark);
 
 /* What the "peak" extension says beside its sites. */
 typedef struct tv_peak_info {

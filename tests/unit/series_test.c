@@ -14,6 +14,7 @@
 #include "series.h"
 #include "symmemo.h"
 #include "timeline.h"
+#include "allocprof/timeline.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,24 @@
 #include "aptest.h"
 
 #define START_NS 1700000000000000000ull
+
+/* p written to dir/name as the runtime writes a dump at START + t_s. */
+static int write_profile(ap_profile *p, const char *dir, const char *name,
+			 double t_s)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	p->time_nanos = (int64_t)(START_NS + (uint64_t)(t_s * 1e9));
+	int rc = ap_pprof_encode(p, true, NULL, &buf, &len);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (!rc)
+		rc = ap_file_write_atomic(path, buf, len, 0644);
+	if (buf)
+		ap_profile_allocator(p)->free(ap_profile_allocator(p)->ctx, buf,
+					      len + 1);
+	return rc;
+}
 
 /* Dump k of process pid: "grow" holds 10 k blocks of 1000 B, "flat" 5
  * blocks of 4000 B, "early" 3 blocks of 64 B only while k < 3; written to
@@ -40,19 +59,8 @@ static int write_dump(const char *dir, const char *name, int64_t pid,
 	ap_process_id id = {pid, START_NS, "boot-1", seq};
 	if (!rc)
 		rc = ap_profile_set_process(p, &id);
-	unsigned char *buf = NULL;
-	size_t len = 0;
-	if (!rc) {
-		p->time_nanos = (int64_t)(START_NS + (uint64_t)(t_s * 1e9));
-		rc = ap_pprof_encode(p, true, NULL, &buf, &len);
-	}
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
 	if (!rc)
-		rc = ap_file_write_atomic(path, buf, len, 0644);
-	if (buf)
-		ap_profile_allocator(p)->free(ap_profile_allocator(p)->ctx, buf,
-					      len + 1);
+		rc = write_profile(p, dir, name, t_s);
 	ap_profile_destroy(p);
 	return rc;
 }
@@ -464,4 +472,142 @@ AP_TEST(the_memo_symbolizes_each_address_once)
 	sym_memo_free(m);
 	ap_profile_destroy(p2);
 	ap_profile_destroy(p3);
+}
+
+/* ---- the runtime's timeline ring as a series ----------------------- */
+
+/* The Location addresses of sample i of p (leaf first) into a[]. */
+static size_t sample_addrs(const ap_profile *p, size_t i, uint64_t *a,
+			   size_t max)
+{
+	const ap_sample *s = &p->samples[i];
+	size_t n = s->nlocations < max ? s->nlocations : max;
+	for (size_t k = 0; k < n; k++)
+		a[k] = ap_profile_location(p, s->location_ids[k])->address;
+	return n;
+}
+
+/* Exact sums (rate 1) of n objects of size bytes. */
+static ap_heap_sums exact_sums(double n, double size)
+{
+	return (ap_heap_sums){.objects = n, .space = n * size, .u = n * size,
+			      .usable = n * size, .samples = (uint64_t)n,
+			      .exact = (uint64_t)n};
+}
+
+/*
+ * One dump of pid 42 with a "timeline" extension of 6 points at
+ * t = 1..6 s: "grow" listed everywhere with 10 k blocks of 1000 B,
+ * "flat" (5 x 4000 B) listed at every point but the second and the last
+ * (the ring's top-sites cut: absent is unknown, not 0), "early" never listed (inside "other",
+ * 3 x 64 B). The dump's own samples say nothing about the ring.
+ */
+#define FLAT_LISTED(k) ((k) != 1 && (k) != 5)
+static char *ring_dump(void)
+{
+	synth_site sites[3] = {{"grow", "g.c", 1, 1000, 10, 1},
+			       {"flat", "f.c", 2, 4000, 5, 1},
+			       {"early", "e.c", 3, 64, 3, 1}};
+	ap_profile *p = NULL;
+	char *d = tmpdir();
+	int rc = d ? synth_profile(sites, 3, 1, 1, 0, &p, NULL) : AP_ENOMEM;
+	ap_process_id id = {42, START_NS, "boot-1", 7};
+	if (!rc)
+		rc = ap_profile_set_process(p, &id);
+	if (!rc && p->nsamples != 3)
+		rc = AP_ECORRUPT;
+	uint64_t addrs[3][16];
+	ap_tl_stack st[3];
+	for (size_t i = 0; !rc && i < 3; i++) /* samples in sites[] order */
+		st[i] = (ap_tl_stack){addrs[i], sample_addrs(p, i, addrs[i], 16)};
+	ap_tl_site ts[6][2];
+	ap_tl_point pts[6];
+	for (size_t k = 0; k < 6; k++) {
+		ap_heap_sums g = exact_sums(10.0 * (double)(k + 1), 1000);
+		ap_heap_sums f = exact_sums(5, 4000), e = exact_sums(3, 64);
+		ts[k][0] = (ap_tl_site){0, 1, g};
+		ts[k][1] = (ap_tl_site){1, 1, f};
+		pts[k] = (ap_tl_point){(k + 1) * 1000000000ull, g, e, ts[k],
+				       FLAT_LISTED(k) ? 2 : 1};
+		ap_heap_sums *t = &pts[k].total;
+		t->objects += 8;
+		t->space += 20000 + 192;
+		t->u += 20000 + 192;
+		t->samples += 8;
+		t->exact += 8;
+		if (!FLAT_LISTED(k)) /* "flat" in "other" when not listed */
+			pts[k].other = (ap_heap_sums){.objects = 8,
+				.space = 20192, .u = 20192, .samples = 8, .exact = 8};
+	}
+	ap_timeline tl = {.version = AP_TIMELINE_VERSION, .period = 1,
+			  .cadence_ns = 1000000000, .stacks = st, .nstacks = 3,
+			  .points = pts, .npoints = 6};
+	unsigned char *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (!rc)
+		rc = ap_timeline_encode(&tl, NULL, &buf, &len, &cap);
+	if (!rc)
+		rc = ap_profile_ext_add(p, AP_TIMELINE_EXT, buf, len);
+	free(buf);
+	if (!rc)
+		rc = write_profile(p, d, "p.pb.gz", 6.5);
+	ap_profile_destroy(p);
+	if (rc && d) {
+		rmtree(d);
+		return NULL;
+	}
+	return d;
+}
+
+AP_TEST(a_single_dump_with_a_timeline_is_a_series_of_its_ring)
+{
+	char *d = ring_dump();
+	AP_CHECK(d);
+	if (!d)
+		return;
+	const char *paths[] = {d};
+	char err[512] = "";
+	int rc;
+	ts_series *s = load(paths, 1, -1, &rc, err, sizeof err);
+	AP_CHECK_EQ_INT(rc, 0);
+	AP_CHECK(s);
+	if (!s) {
+		fprintf(stderr, "%s\n", err);
+		rmtree(d);
+		return;
+	}
+	AP_CHECK_EQ_U64(ts_npoints(s), 6);
+	size_t g = site_named(s, "grow"), f = site_named(s, "flat");
+	AP_CHECK(g != SIZE_MAX && f != SIZE_MAX);
+	AP_CHECK(site_named(s, "early") == SIZE_MAX); /* only in "other" */
+	for (size_t i = 0; i < 6; i++) {
+		const ts_point *pt = ts_point_at(s, i);
+		AP_CHECK_EQ_U64((uint64_t)(pt->t_s * 1000 + 0.5), (i + 1) * 1000);
+		AP_CHECK(pt->partial);
+		/* the ring's total, "other" included */
+		AP_CHECK_EQ_U64((uint64_t)pt->total.v.bytes,
+				10000 * (i + 1) + 20192);
+		AP_CHECK_EQ_U64((uint64_t)ts_cell_at(s, i, g).v.bytes,
+				10000 * (i + 1));
+		AP_CHECK(ts_cell_known(s, i, g));
+		AP_CHECK(ts_cell_known(s, i, f) == FLAT_LISTED(i));
+		AP_CHECK_EQ_U64((uint64_t)ts_cell_at(s, i, f).v.bytes,
+				FLAT_LISTED(i) ? 20000 : 0);
+	}
+	/* "flat" read as 0 at the last point would fall by 20000 B over the
+	 * later half; with its unknown points left out it is flat (its later
+	 * half: the known points at 3, 4 and 5 s), its last value 20000 B */
+	lk_result r;
+	AP_CHECK_EQ_INT(lk_analyse(s, 0.05, &r, err, sizeof err), 0);
+	AP_CHECK(r.is_leak[g]);
+	AP_CHECK(!r.is_leak[f]);
+	for (size_t k = 0; k < ts_nsites(s); k++)
+		if (r.rows[k].site == f) {
+			AP_CHECK(r.rows[k].r.rate == 0);
+			AP_CHECK_EQ_U64(r.rows[k].r.points, 3);
+			AP_CHECK_EQ_U64((uint64_t)r.rows[k].last_bytes, 20000);
+		}
+	lk_free(&r);
+	ts_series_free(s);
+	rmtree(d);
 }
