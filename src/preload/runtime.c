@@ -641,7 +641,10 @@ __attribute__((destructor)) static void rt_destructor(void)
 	}
 	http_runtime_stop();
 	dumper_stop();
-	dumper_exit_mask(m);
+	/* rt_enter blocked nothing (m is RT_SIGS_NONE) when every handler is
+	 * held back by the trampoline: then the thread's own mask tells
+	 * whether exit() came from a handler (its signal blocked). */
+	dumper_exit_mask(m != RT_SIGS_NONE ? m : rt_sigs_current());
 	if (rt.opt.dump_at_exit && control_ever_on() && (!rt_attached || control_on()))
 		dumper_dump_now(NULL); /* nothing to say if never started */
 	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */

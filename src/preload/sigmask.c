@@ -55,6 +55,15 @@ uint64_t rt_sigs_block(void)
 	return old;
 }
 
+uint64_t rt_sigs_current(void)
+{
+	uint64_t cur = 0;
+	int e = errno;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof cur);
+	errno = e;
+	return cur;
+}
+
 void rt_sigs_restore(uint64_t old)
 {
 	int e = errno;
