@@ -140,6 +140,7 @@ static int add_view(ts_series *s, const hv_view *v, double t_s, uint64_t seq,
 	struct point *pt = &s->pts[s->npts];
 	pt->p.t_s = t_s;
 	pt->p.seq = seq;
+	pt->p.partial = false; /* the ring's loader marks its points after */
 	pt->p.source = hv_strpool_get(&s->strs, source ? source : "");
 	pt->p.total = cell_of(hv_total(v));
 	pt->first = s->ncells;
