@@ -23,22 +23,10 @@
 # rate must lie in the 95% interval in at least 2 of the 3 (a single miss
 # has probability about 3 x 0.05 = 0.15 at the nominal level, two misses
 # 3 x 0.05^2 = 0.0075, and the measured miss rate is lower still).
-. "$(dirname "$0")/preload_smoke_test.sh"
-
-prog=$AP_PROGDIR/leak_mix
-[ -x "$prog" ] || fail "leak_mix not built"
-command -v python3 > /dev/null || skip "python3 not installed"
+. "$(dirname "$0")/leak_mix_common.sh"
 
 seeds="11 12 13"
-pids=()
-for s in $seeds; do
-	mkdir -p "$TMP/$s"
-	bounded 90 env LD_PRELOAD="$LIB" \
-		ALLOCPROF_OPTIONS="rate=65536,seed=$s,interval=1s,output=$TMP/$s/p.%p.%n.pb.gz" \
-		"$prog" 20 "$s" > "$TMP/$s.out" &
-	pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "leak_mix failed"; done
+run_leak_mix "$seeds" interval=1s
 
 covered=0
 for s in $seeds; do

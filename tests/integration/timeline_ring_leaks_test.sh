@@ -14,22 +14,10 @@
 # a t statistic near 10; the other sites are flat there. Denser points do
 # not change the rate estimate (end minus start over the span); they give
 # the random-walk variance more increments. Two seeds run side by side.
-. "$(dirname "$0")/preload_smoke_test.sh"
-
-prog=$AP_PROGDIR/leak_mix
-[ -x "$prog" ] || fail "leak_mix not built"
-command -v python3 > /dev/null || skip "python3 not installed"
+. "$(dirname "$0")/leak_mix_common.sh"
 
 seeds="21 22"
-pids=()
-for s in $seeds; do
-	mkdir -p "$TMP/$s"
-	bounded 90 env LD_PRELOAD="$LIB" \
-		ALLOCPROF_OPTIONS="rate=65536,seed=$s,timeline=200ms,output=$TMP/$s/p.%p.%n.pb.gz" \
-		"$prog" 20 "$s" > "$TMP/$s.out" &
-	pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "leak_mix failed"; done
+run_leak_mix "$seeds" timeline=200ms
 
 for s in $seeds; do
 	n=$(count_files "$TMP/$s/p.*.pb.gz")
