@@ -46,7 +46,8 @@ enum ap_error {
 	AP_EVERSION = -5,  /* encoded input has an unsupported version */
 	AP_EIO = -6,       /* a read or write failed (errno kept by the caller) */
 	AP_ENOTFOUND = -7, /* a looked-up item does not exist */
-	AP_EUNSUPPORTED = -8 /* valid input this build cannot handle */
+	AP_EUNSUPPORTED = -8, /* valid input this build cannot handle */
+	AP_EBUSY = -9      /* not now: the caller may try again later */
 };
 
 /* A static, one-line English description of code (never NULL). */

@@ -168,8 +168,11 @@ static int compose(const struct attach_opts *o, char *out, size_t cap, char *pat
 	return rt_options_parse(&parsed, out, option_error, NULL) ? AP_EXIT_USAGE : 0;
 }
 
-/* Call symbol `name` of the object at (path, base) in the target. */
-static int call_sym(const inject_proc *p, const char *path, uintptr_t base,
+/* Call symbol `name` of the object at (path, base) in the target. A
+ * runtime entry point answers AP_EBUSY in a thread that was stopped inside
+ * the runtime (a sample half taken, or one of the runtime's own threads):
+ * the call is made again in another thread, for up to INJECT_SAFE_WAIT_MS. */
+static int call_sym(inject_proc *p, const char *path, uintptr_t base,
 		    const char *name, const inject_arg *args, int nargs, uint64_t *ret,
 		    uint64_t *stopped_ns)
 {
@@ -180,10 +183,28 @@ static int call_sym(const inject_proc *p, const char *path, uintptr_t base,
 			     strcmp(name, "dlopen") ? "" : " (glibc older than 2.34?)");
 		return AP_EXIT_INPUT;
 	}
-	int rc = inject_call(p, base + off, args, nargs, ret, stopped_ns, err, sizeof err);
-	if (rc)
-		ap_cli_error("%s", err);
-	return rc;
+	bool runtime = strncmp(name, "ap_runtime_", 11) == 0;
+	struct timespec nap = { 0, 2000000 };
+	for (int tries = 0;; tries++) {
+		int rc = inject_call(p, base + off, args, nargs, ret, stopped_ns, err,
+				     sizeof err);
+		if (rc) {
+			ap_cli_error("%s", err);
+			return rc;
+		}
+		if (!runtime || (int)*ret != AP_EBUSY)
+			break;
+		if (tries >= INJECT_SAFE_WAIT_MS / 2) {
+			ap_cli_error("process %d: every thread stopped was inside the "
+				     "runtime for %d s; try again", (int)p->pid,
+				     INJECT_SAFE_WAIT_MS / 1000);
+			return AP_EXIT_INPUT;
+		}
+		p->avoid[p->navoid < 16 ? p->navoid++ : tries % 16] = p->last_tid;
+		nanosleep(&nap, NULL);
+	}
+	p->navoid = 0;
+	return 0;
 }
 
 static int load_runtime(inject_proc *p, const char *lib, uint64_t *stopped)
@@ -196,8 +217,10 @@ static int load_runtime(inject_proc *p, const char *lib, uint64_t *stopped)
 	if (!h) {
 		uint64_t msg = 0;
 		char text[512] = "unknown error";
+		p->prefer = p->last_tid; /* dlerror's message is the thread's */
 		if (call_sym(p, p->libc, p->libc_base, "dlerror", NULL, 0, &msg, NULL) == 0 && msg)
 			inject_read_string(p->pid, (uintptr_t)msg, text, sizeof text);
+		p->prefer = 0;
 		ap_cli_error("process %d could not load the runtime: %s", (int)p->pid, text);
 		return AP_EXIT_INPUT;
 	}

@@ -283,23 +283,48 @@ static void fix_restart(struct user_regs_struct *r)
 	r->orig_rax = (unsigned long long)-1;
 }
 
-static int list_tasks(pid_t pid, pid_t *out, int cap)
+static bool avoided(const inject_proc *p, pid_t t)
+{
+	for (int i = 0; i < p->navoid; i++)
+		if (p->avoid[i] == t)
+			return true;
+	return false;
+}
+
+/* The target's threads in the order to try them: p->prefer first, then
+ * the main thread, then the others; threads in p->avoid left out unless
+ * that would leave none. */
+static int list_tasks(const inject_proc *p, pid_t *out, int cap)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	snprintf(path, sizeof path, "/proc/%d/task", (int)p->pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return -1;
+	pid_t all[256];
 	int n = 0;
-	out[n++] = pid; /* the main thread first */
 	struct dirent *e;
-	while ((e = readdir(d)) && n < cap) {
+	while ((e = readdir(d)) && n < 256) {
 		pid_t t = (pid_t)atoi(e->d_name);
-		if (t > 0 && t != pid)
-			out[n++] = t;
+		if (t > 0)
+			all[n++] = t;
 	}
 	closedir(d);
-	return n;
+	int m = 0;
+	for (int pass = 0; pass < 2 && m == 0; pass++) {
+		bool keep_avoided = pass == 1;
+		pid_t first[2] = { p->prefer, p->pid };
+		for (int k = 0; k < 2; k++)
+			for (int i = 0; i < n && m < cap; i++)
+				if (all[i] == first[k] && (k == 0 || all[i] != p->prefer) &&
+				    (keep_avoided || !avoided(p, all[i])))
+					out[m++] = all[i];
+		for (int i = 0; i < n && m < cap; i++)
+			if (all[i] != p->prefer && all[i] != p->pid &&
+			    (keep_avoided || !avoided(p, all[i])))
+				out[m++] = all[i];
+	}
+	return m;
 }
 
 /* Stop a thread at a safe point: its tid, its registers. */
@@ -309,7 +334,7 @@ static int stop_safe(const inject_proc *p, pid_t *tid, struct user_regs_struct *
 	uint64_t end = mono_ns() + INJECT_SAFE_WAIT_MS * 1000000ULL;
 	pid_t tasks[256];
 	do {
-		int n = list_tasks(p->pid, tasks, 256);
+		int n = list_tasks(p, tasks, 256);
 		if (n < 0) {
 			snprintf(err, errlen, "process %d exited", (int)p->pid);
 			return EXIT_REFUSED;
@@ -338,6 +363,42 @@ static int stop_safe(const inject_proc *p, pid_t *tid, struct user_regs_struct *
 		 "(all inside libc, the loader or the allocator)", (int)p->pid,
 		 INJECT_SAFE_WAIT_MS);
 	return EXIT_REFUSED;
+}
+
+/*
+ * The thread's x87/SSE/AVX (and later) state, which PTRACE_GETREGS does
+ * not cover: the whole XSAVE area when the kernel offers it, else the
+ * x87/SSE part. The called code (libc's string functions, the loader)
+ * writes vector registers; a thread stopped between computing a value in
+ * one and storing it would otherwise resume with the call's value.
+ */
+typedef struct xstate {
+	unsigned type; /* NT_X86_XSTATE or NT_PRFPREG */
+	size_t len;
+	_Alignas(64) unsigned char buf[32768];
+} xstate;
+
+static int xstate_get(pid_t tid, xstate *x)
+{
+	struct iovec io = { x->buf, sizeof x->buf };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_X86_XSTATE, &io) == 0) {
+		x->type = NT_X86_XSTATE;
+		x->len = io.iov_len;
+		return 0;
+	}
+	io.iov_len = sizeof(struct user_fpregs_struct);
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRFPREG, &io) == 0) {
+		x->type = NT_PRFPREG;
+		x->len = io.iov_len;
+		return 0;
+	}
+	return -1;
+}
+
+static int xstate_set(pid_t tid, xstate *x)
+{
+	struct iovec io = { x->buf, x->len };
+	return ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)x->type, &io);
 }
 
 static int put(pid_t pid, uintptr_t addr, const void *data, size_t n)
@@ -430,15 +491,23 @@ static int prepare(pid_t tid, const struct user_regs_struct *saved, uintptr_t fn
 	return ptrace(PTRACE_SETREGS, tid, NULL, r);
 }
 
-int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
+int inject_call(inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
 		uint64_t *ret, uint64_t *stopped_ns, char *err, size_t errlen)
 {
 	pid_t tid;
 	struct user_regs_struct saved, r;
+	static xstate fp;
 	int rc = stop_safe(p, &tid, &saved, err, errlen);
 	if (rc)
 		return rc;
+	p->last_tid = tid;
 	uint64_t t0 = mono_ns();
+	if (xstate_get(tid, &fp) != 0) {
+		snprintf(err, errlen, "cannot read the vector registers of thread %d: %s",
+			 (int)tid, strerror(errno));
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return EXIT_REFUSED;
+	}
 	uintptr_t where[3] = { 0, 0, 0 };
 	int pending[16], npending = 0;
 	if (prepare(tid, &saved, fn, args, nargs, where, &r) != 0) {
@@ -452,6 +521,11 @@ int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int 
 		if (args[i].out && get(tid, where[i], args[i].out, args[i].n) != 0)
 			rc = EXIT_REFUSED;
 	fix_restart(&saved);
+	if (xstate_set(tid, &fp) != 0 && rc == 0) {
+		snprintf(err, errlen, "cannot restore the vector registers of thread %d: %s",
+			 (int)tid, strerror(errno));
+		rc = EXIT_REFUSED;
+	}
 	ptrace(PTRACE_SETREGS, tid, NULL, &saved);
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	if (stopped_ns)
@@ -463,7 +537,7 @@ int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int 
 
 #else
 
-int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
+int inject_call(inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
 		uint64_t *ret, uint64_t *stopped_ns, char *err, size_t errlen)
 {
 	(void)p; (void)fn; (void)args; (void)nargs; (void)ret; (void)stopped_ns;

@@ -45,6 +45,10 @@ typedef struct inject_proc {
 	inject_range loader;   /* the dynamic loader's code */
 	inject_range unsafe[INJECT_MAX_UNSAFE]; /* code where a stop is unsafe */
 	int nunsafe;
+	pid_t last_tid;        /* the thread the last call ran in */
+	pid_t prefer;          /* tried first by the next call (0: none) */
+	pid_t avoid[16];       /* threads the next calls leave alone */
+	int navoid;
 } inject_proc;
 
 /*
@@ -72,9 +76,13 @@ typedef struct inject_arg {
  * Call fn (an address in the target) with up to 3 arguments in a thread
  * stopped at a safe point; *ret gets its return value (rax). 0, or a
  * non-zero exit status after one line in err. stopped_ns: how long the
- * thread was stopped (may be NULL).
+ * thread was stopped (may be NULL). The thread's whole register state is
+ * put back afterwards: the general registers and the x87/SSE/AVX state
+ * (the call's code uses vector registers the interrupted code may hold
+ * live values in). p->prefer is tried first, p->avoid skipped while
+ * another thread is there; p->last_tid tells which thread ran the call.
  */
-int inject_call(const inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
+int inject_call(inject_proc *p, uintptr_t fn, const inject_arg *args, int nargs,
 		uint64_t *ret, uint64_t *stopped_ns, char *err, size_t errlen);
 
 /* Is pid still running (not gone, not a zombie)? */

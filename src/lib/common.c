@@ -18,6 +18,7 @@ const char *ap_strerror(int code)
 	case AP_EIO: return "input/output error";
 	case AP_ENOTFOUND: return "not found";
 	case AP_EUNSUPPORTED: return "unsupported input";
+	case AP_EBUSY: return "busy, try again";
 	default: return "unknown error";
 	}
 }

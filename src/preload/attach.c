@@ -294,8 +294,17 @@ static int again(const char *options)
 	return control_start(o.rate ? o.rate : rt.opt.rate);
 }
 
+/*
+ * The entry points `allocprof attach` calls in a thread it stopped. A
+ * thread stopped inside the runtime (a sample half taken: its unwinder's
+ * state on the stack, maybe a runtime lock held; or one of the runtime's
+ * own threads, which keep the guard for life) must not run them: the
+ * command is told AP_EBUSY and tries another thread.
+ */
 AP_RUNTIME_API int ap_runtime_attach(const char *options)
 {
+	if (rt_tls.guard)
+		return AP_EBUSY;
 	pthread_mutex_lock(&attach_lock);
 	int s = atomic_load(&rt.state), rc;
 	if (s == RT_NEW)
@@ -310,6 +319,8 @@ AP_RUNTIME_API int ap_runtime_attach(const char *options)
 
 AP_RUNTIME_API int ap_runtime_detach(char *path, size_t cap)
 {
+	if (rt_tls.guard)
+		return AP_EBUSY;
 	pthread_mutex_lock(&attach_lock);
 	if (!rt_attached || atomic_load(&rt.state) != RT_READY || !control_on()) {
 		pthread_mutex_unlock(&attach_lock);

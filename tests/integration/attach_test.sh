@@ -4,7 +4,8 @@
 # rate 1 the profile holds exactly the allocations the program counted, in
 # the sites it made them (C, C++, and libz dlopen'ed while attached); 20
 # attach/detach cycles on the same process; output and exit status equal
-# to a run never attached; over jemalloc and tcmalloc when installed; and
+# to a run never attached (and a thread's vector registers unchanged by
+# the calls made in it); over jemalloc and tcmalloc when installed; and
 # each refusal (no such process, preloaded, statically linked, musl, another
 # user's process) is one line, non-zero, with the target still running;
 # an attach ended by SIGINT detaches; a target exiting while attached.
@@ -110,6 +111,27 @@ je=$(lib_path libjemalloc.so.2)
 [ -z "$je" ] || run_case jemalloc LD_PRELOAD="$je"
 tc=$(lib_path libtcmalloc_minimal.so.4)
 [ -z "$tc" ] || run_case tcmalloc LD_PRELOAD="$tc"
+
+# The attach's calls run in a thread stopped in the middle of its own code:
+# it must resume with every register as it left it, vector registers too
+# (a thread stopped between computing a value in %xmm0 and storing it once
+# resumed with libc's strchr pattern instead, and crashed). attach_vecregs
+# keeps known values in %xmm0-15 in a loop that is the only safe point.
+mkdir -p "$TMP/vec"
+"$AP_PROGDIR/attach_vecregs" "$TMP/vec" >"$TMP/vec.out" 2>"$TMP/vec.err" </dev/null &
+vpid=$!
+PIDS+=("$vpid")
+sleep 0.2
+for i in 1 2 3; do
+	"$CLI" attach -q -r 4096 -d 0.1 -o "$TMP/vec.%n.pb.gz" "$vpid" ||
+		fail "vecregs: attach/detach cycle $i failed"
+done
+touch "$TMP/vec/stop"
+st=0
+wait "$vpid" || st=$?
+[ "$st" = 0 ] || fail "vecregs: exit $st: $(cat "$TMP/vec.err")"
+[ "$(cat "$TMP/vec.out")" = "vector mismatches 0" ] ||
+	fail "vecregs: the attach changed the thread's vector registers: $(cat "$TMP/vec.out")"
 
 # Refusals: one line on stderr, non-zero, target untouched.
 refuse() {
