@@ -282,10 +282,13 @@ static bool prologue_keeps_fp(const unsigned char *c, uintptr_t len)
 	return false;
 }
 
+static void rules_forget(void);
+
 void unwind_forget_code(void)
 {
 	for (size_t i = 0; i < FPFN_CACHE; i++)
 		atomic_store_explicit(&fpfn_cache[i], 0, memory_order_relaxed);
+	rules_forget();
 }
 
 /* fn_keeps_fp's cache miss: look the function up and judge it. */
@@ -352,13 +355,149 @@ static int tail_lookup(uintptr_t *out, int room, uintptr_t ip, uintptr_t sp)
 }
 
 /*
- * Continue with libunwind from the frame of a function without a frame
- * pointer: ip its return address (already stored), sp the stack pointer
- * just after that return (the frame record's address + 16), bp the %rbp
- * it had (the frame record's saved one). Its unwind tables say where its
- * caller's frame is from sp alone, which is exact; other callee-saved
- * registers are what they are now, as good as any unwind from here. The
- * frames found go into the thread's tail cache when they qualify.
+ * Frame rules, learned from libunwind and kept per return address, so
+ * that a frame is stepped by libunwind once and walked by two loads after
+ * that. Debian's libunwind is built without thread-local caches: each
+ * unw_step takes a global lock with every signal blocked (two
+ * rt_sigprocmask calls, about 0.85 us a step here), and unw_backtrace's
+ * fast trace, which avoids that, keeps a per-thread table of 2^14 frames
+ * written whole on a thread's first use (256 KiB in every thread that ever
+ * samples, quadrupled when half full).
+ *
+ * A rule says where the caller's frame is, x86-64: the CFA (the caller's
+ * stack pointer) is sp + off (a function without a frame pointer: its
+ * frame has a fixed size at each call site) or rbp + 16 (one that keeps a
+ * frame pointer, fn_keeps_fp); the return address is at CFA - 8; the
+ * caller's rbp is saved at CFA - 8k or left unchanged. RULE_LAST marks the
+ * outermost frame (libunwind's step ended there). A rule is stored only
+ * when it reproduces libunwind's own step exactly, and never for a signal
+ * frame or the frame after one (whose address is not a return address).
+ *
+ * The table is shared by all threads, direct-mapped: three words an entry
+ * (address, rule, check = address ^ rule ^ RULE_MAGIC), each read and
+ * written atomically; a reader that sees words of two different writes
+ * fails the check unless they agree, and a failed check is a miss.
+ */
+#define RULES 2048u
+#define RULE_MAGIC 0x9d6c2f1b58e3a7c5ULL
+enum { RULE_SP = 1, RULE_FP = 2, RULE_LAST = 3 };
+#define RULE_RBP_SAVED 4u
+#define RULE_RBP_SHIFT 3 /* 16 bits: CFA - slot, in words */
+#define RULE_OFF_SHIFT 32 /* 32 bits: CFA - sp, bytes (RULE_SP) */
+typedef struct rule_entry {
+	_Atomic uint64_t key, rule, check;
+} rule_entry;
+static rule_entry rules[RULES];
+
+static inline rule_entry *rule_at(uintptr_t ip)
+{
+	return &rules[((uint64_t)ip * 0x9e3779b97f4a7c15ULL) >> 53 & (RULES - 1)];
+}
+
+static inline uint64_t rule_get(uintptr_t ip)
+{
+	rule_entry *e = rule_at(ip);
+	uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+	if (k != ip)
+		return 0;
+	uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
+	uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
+	return (k ^ r ^ RULE_MAGIC) == c ? r : 0;
+}
+
+static void rule_put(uintptr_t ip, uint64_t r)
+{
+	rule_entry *e = rule_at(ip);
+	atomic_store_explicit(&e->key, ip, memory_order_relaxed);
+	atomic_store_explicit(&e->rule, r, memory_order_relaxed);
+	atomic_store_explicit(&e->check, ip ^ r ^ RULE_MAGIC, memory_order_relaxed);
+}
+
+static void rules_forget(void)
+{
+	for (size_t i = 0; i < RULES; i++)
+		atomic_store_explicit(&rules[i].key, 0, memory_order_relaxed);
+}
+
+static inline bool on_stack(uintptr_t a)
+{
+	return a >= stack_lo && a <= stack_hi - sizeof(uintptr_t);
+}
+
+/* Does the function starting at start realign its stack pointer before
+ * ip (and $-N, %rsp: a frame whose CFA is an expression, at a distance
+ * from sp that depends on the caller's alignment)? */
+static bool realigns_sp(uintptr_t start, uintptr_t ip)
+{
+	const unsigned char *c = (const unsigned char *)start;
+	uintptr_t len = ip - start < FP_SETUP_WINDOW ? ip - start : FP_SETUP_WINDOW;
+	for (uintptr_t i = 0; i + 3 <= len; i++)
+		if (c[i] == 0x48 && (c[i + 1] == 0x83 || c[i + 1] == 0x81) && c[i + 2] == 0xe4)
+			return true;
+	return false;
+}
+
+/*
+ * The rule for the frame at (ip, sp, bp) that libunwind's step (cur, now
+ * at the caller) unwound to (ra, cfa, nbp); 0 when none reproduces it. A
+ * frame whose CFA is rbp + 16 with the caller's rbp saved just below the
+ * return address is a frame-pointer frame, whatever its prologue looks like
+ * (glibc's loader sets %rbp up a few instructions in, then allocates on the
+ * stack by size): its rule follows %rbp. Any other is a fixed-size frame,
+ * except in a function that realigns its stack (start: the function's
+ * first byte), which is never cached.
+ */
+static uint64_t rule_learn(unw_cursor_t *cur, uintptr_t start, uintptr_t ip, uintptr_t sp,
+			   uintptr_t bp, uintptr_t ra, uintptr_t cfa, uintptr_t nbp)
+{
+	if (cfa <= sp || cfa - sp > UINT32_MAX || (cfa & 7) || !on_stack(cfa - 8) ||
+	    *(const uintptr_t *)(cfa - 8) != ra)
+		return 0;
+	unw_save_loc_t sl;
+	uint64_t words = 0;
+	/* Where the caller's rbp was read from: a slot in this frame ([sp,
+	 * cfa)) when the function saved it; any other place (a deeper frame's
+	 * slot, the context libunwind started from) means it left rbp alone. */
+	if (unw_get_save_loc(cur, UNW_X86_64_RBP, &sl) == 0 && sl.type == UNW_SLT_MEMORY &&
+	    (uintptr_t)sl.u.addr >= sp && (uintptr_t)sl.u.addr < cfa) {
+		uintptr_t a = (uintptr_t)sl.u.addr;
+		if (((cfa - a) & 7) || (cfa - a) / 8 > 0xffff || !on_stack(a) ||
+		    *(const uintptr_t *)a != nbp)
+			return 0;
+		words = (cfa - a) / 8;
+	} else if (nbp != bp) {
+		return 0;
+	}
+	uint64_t rbp = words ? RULE_RBP_SAVED | words << RULE_RBP_SHIFT : 0;
+	if (cfa == bp + 16 && words == 2)
+		return RULE_FP | rbp;
+	if (!start || start >= ip || realigns_sp(start, ip))
+		return 0;
+	return RULE_SP | rbp | (uint64_t)(cfa - sp) << RULE_OFF_SHIFT;
+}
+
+static bool cursor_at(unw_context_t *uc, unw_cursor_t *cur, uintptr_t ip, uintptr_t sp,
+		      uintptr_t bp)
+{
+	if (unw_getcontext(uc) != 0)
+		return false;
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	return unw_init_local(cur, uc) == 0;
+}
+
+/*
+ * Continue from the frame of a function without a frame pointer: ip its
+ * return address (already stored), sp the stack pointer just after that
+ * return (the frame record's address + 16), bp the %rbp it had (the frame
+ * record's saved one). Each frame is walked by its rule when one is known,
+ * else stepped by libunwind (whose unwind tables say where the caller's
+ * frame is from sp alone, which is exact; other callee-saved registers are
+ * what they are now, as good as any unwind from here) and its rule
+ * learned. Only addresses libunwind has unwind information for are ever
+ * stepped. The frames found go into the thread's tail cache when they
+ * qualify.
  */
 __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintptr_t ip,
 						 uintptr_t sp, uintptr_t bp)
@@ -368,66 +507,123 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 		return n;
 	unw_context_t uc;
 	unw_cursor_t cur;
-	if (unw_getcontext(&uc) != 0)
-		return 0;
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
-	if (unw_init_local(&cur, &uc) != 0)
-		return 0;
+	bool synced = false, after_signal = false;
 	tail *t = &tails[tail_next++ % TAIL_ENTRIES];
 	t->ip = 0; /* filled below; empty if it does not qualify */
 	bool keep = true;
-	unw_word_t x, csp;
+	const uintptr_t entry_ip = ip, entry_sp = sp;
 	n = 0;
 	while (n < room) {
-		keep = keep && !unw_is_signal_frame(&cur);
-		if (unw_step(&cur) <= 0 || unw_get_reg(&cur, UNW_REG_IP, &x) != 0 || !x)
+		uintptr_t ra, cfa, nbp;
+		uint64_t r = after_signal ? 0 : rule_get(ip);
+		if (r) {
+			if ((r & 3) == RULE_LAST)
+				break;
+			cfa = (r & 3) == RULE_FP ? bp + 16 : sp + (r >> RULE_OFF_SHIFT);
+			if (!on_stack(cfa - 8))
+				break;
+			ra = *(const uintptr_t *)(cfa - 8);
+			nbp = bp;
+			if (r & RULE_RBP_SAVED) {
+				uintptr_t a = cfa - 8 * ((r >> RULE_RBP_SHIFT) & 0xffff);
+				if (!on_stack(a))
+					break;
+				nbp = *(const uintptr_t *)a;
+			}
+			synced = false;
+		} else {
+			unw_proc_info_t pi;
+			if (unw_get_proc_info_by_ip(unw_local_addr_space, ip - 1, &pi, NULL) != 0)
+				pi.start_ip = 0;
+			if (!synced) {
+				if (!pi.start_ip || !cursor_at(&uc, &cur, ip, sp, bp))
+					break;
+				synced = true;
+			}
+			bool sig = unw_is_signal_frame(&cur) > 0;
+			int st = unw_step(&cur);
+			unw_word_t x, csp, cbp;
+			if (st == 0 && !sig && !after_signal)
+				rule_put(ip, RULE_LAST);
+			if (st <= 0 || unw_get_reg(&cur, UNW_REG_IP, &x) != 0 ||
+			    unw_get_reg(&cur, UNW_REG_SP, &csp) != 0 ||
+			    unw_get_reg(&cur, UNW_X86_64_RBP, &cbp) != 0)
+				break;
+			ra = (uintptr_t)x;
+			cfa = (uintptr_t)csp;
+			nbp = (uintptr_t)cbp;
+			if (!sig && !after_signal) {
+				uint64_t lr = rule_learn(&cur, (uintptr_t)pi.start_ip, ip, sp,
+							 bp, ra, cfa, nbp);
+				if (lr)
+					rule_put(ip, lr);
+			}
+			keep = keep && !sig;
+			after_signal = sig;
+		}
+		if (!ra)
 			break;
-		out[n] = (uintptr_t)x;
-		if (n < TAIL_MAX && unw_get_reg(&cur, UNW_REG_SP, &csp) == 0 &&
-		    csp > stack_lo && csp <= stack_hi) {
+		out[n] = ra;
+		if (n < TAIL_MAX && cfa > stack_lo && cfa <= stack_hi) {
 			/* x86-64: a return address sits just below the CFA,
 			 * which is the caller's stack pointer. */
-			t->pcs[n] = (uintptr_t)x;
-			t->slots[n] = (uintptr_t)csp - sizeof(uintptr_t);
+			t->pcs[n] = ra;
+			t->slots[n] = cfa - sizeof(uintptr_t);
 		} else {
 			keep = false;
 		}
 		n++;
+		ip = ra;
+		sp = cfa;
+		bp = nbp;
 	}
 	/* Only a tail followed to its end stands for later captures, which
 	 * may have more room. */
 	if (keep && n < room && n <= TAIL_MAX) {
 		t->n = n;
-		t->sp = sp;
-		t->ip = ip;
+		t->sp = entry_sp;
+		t->ip = entry_ip;
 	}
 	return n;
 }
 
 /*
+ * libunwind's steps from this function's caller on, into pcs (the first
+ * entry is the return address into the caller, as unw_backtrace gives).
+ * Not unw_backtrace: its fast trace keeps a per-thread hash of frames that
+ * starts at 2^14 entries of 16 bytes, written whole when a thread first
+ * uses it (256 KiB of resident memory in every thread that ever takes a
+ * sample), and quadruples when half full.
+ */
+__attribute__((noinline)) static int step_here(uintptr_t *pcs, int max)
+{
+	unw_context_t uc;
+	unw_cursor_t cur;
+	if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+		return 0;
+	int n = 0;
+	unw_word_t x;
+	while (n < max && unw_step(&cur) > 0 && unw_get_reg(&cur, UNW_REG_IP, &x) == 0 && x)
+		pcs[n++] = (uintptr_t)x;
+	return n;
+}
+
+/*
  * The libunwind unwinder: the frame-pointer walk for as long as each
- * function on the way keeps a frame pointer (fn_keeps_fp), libunwind from
- * the first one that does not (every stack ends in one: libc's start of
- * main or of a thread). A stack whose first function of the program has
- * none goes to unw_backtrace whole (its cached fast trace beats stepping).
+ * function on the way keeps a frame pointer (fn_keeps_fp), libunwind's
+ * steps from the first one that does not (every stack ends in one: libc's
+ * start of main or of a thread), with the thread's tail cache.
  */
 __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 {
 	if (stack_hi == 0)
 		stack_bounds();
 	if (stack_hi <= 1)
-		return unw_backtrace((void **)pcs, max);
+		return step_here(pcs, max);
 	const uintptr_t *stop;
 	int n = fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, true, &stop);
 	if (!stop)
 		return n;
-	int own = 0;
-	while (own < n && pcs[own] >= self_lo && pcs[own] < self_hi)
-		own++;
-	if (n == own + 1)
-		return unw_backtrace((void **)pcs, max);
 	return n + dwarf_from(pcs + n, max - n, pcs[n - 1],
 			      (uintptr_t)stop + 2 * sizeof(uintptr_t), stop[0]);
 }
@@ -486,12 +682,13 @@ int unwind_prepare(unwinder_kind k)
 		/* Before libunwind initialises: it would open its pipe. */
 		if (unwind_nofd_install() != 0)
 			return AP_EUNSUPPORTED;
-		/* Per-thread caches of unwind rules: the global one takes a
-		 * lock with every signal blocked, two rt_sigprocmask calls per
-		 * unw_step (the fast path's steps below libc's frames). */
+		/* Per-thread caches of unwind rules where libunwind was built
+		 * with them (Debian's was not: it keeps the global cache, which
+		 * takes a lock with every signal blocked, two rt_sigprocmask
+		 * calls per unw_step; the frame rules below make steps rare). */
 		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-		/* The first unw_backtrace builds libunwind's caches. */
-		unw_backtrace((void **)tmp, UNWIND_SELF_MAX);
+		/* The first steps build libunwind's caches. */
+		capture_mixed(tmp, UNWIND_SELF_MAX);
 		return 0;
 	case UNWINDER_LIBGCC: {
 		int rc = gcc_resolve();

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# preload_unwind_frames_test.sh: stacks through functions without frame
+# pointers come out whole and right (progs/unwind_frames, -O2
+# -fomit-frame-pointer, rate=1: every malloc sampled). The runtime walks
+# such frames by rules it learned from libunwind's first step through
+# them (src/preload/unwinder.c); vla_level's frame changes size from call
+# to call, so a rule that fixed its size (as the first version did for a
+# function whose push %rbp and mov %rsp,%rbp are apart) sends the walk
+# into the wrong slots. Each of the 12 chains (depths 1-6, main thread and
+# a second thread) must appear exactly, from its outermost frame (_start
+# or the thread's clone) to leaf, and nothing else may end in leaf.
+# AP_TEST_PRELOAD: needs the runtime.
+. "$(dirname "$0")/preload_smoke_test.sh"
+
+PROG=$AP_PROGDIR/unwind_frames
+[ -x "$PROG" ] || fail "not built: $PROG"
+for unw in libunwind; do
+	bounded 120 env LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="rate=1,unwinder=$unw,output=$TMP/$unw.pb.gz" \
+		"$PROG" 3000 >"$TMP/out" 2>"$TMP/err" || fail "$unw: exit: $(head -3 "$TMP/err")"
+	[ "$(cat "$TMP/out")" = "mallocs 6000" ] || fail "$unw: output $(cat "$TMP/out")"
+	"$CLI" folded --alloc "$TMP/$unw.pb.gz" >"$TMP/folded" || fail "$unw: folded"
+	grep -E '(^|;)leaf [0-9]+$' "$TMP/folded" | sed 's/ [0-9]*$//' >"$TMP/leaf"
+	[ -s "$TMP/leaf" ] || fail "$unw: no stack ends in leaf"
+	good='^(_start;.*;main|(__)?clone3?;start_thread);run;(vla_level;fixed_level;){1,6}vla_level;leaf$'
+	if grep -vE "$good" "$TMP/leaf" >"$TMP/bad"; then
+		fail "$unw: wrong stacks, e.g. $(head -2 "$TMP/bad")"
+	fi
+	n=$(sort -u "$TMP/leaf" | wc -l)
+	[ "$n" = 12 ] || fail "$unw: $n distinct stacks end in leaf, not 12: $(cat "$TMP/leaf")"
+	[ "$(grep -c '^_start' "$TMP/leaf")" = 6 ] || fail "$unw: not 6 chains from main"
+done
+echo "preload unwind frames: ok"

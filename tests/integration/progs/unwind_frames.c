@@ -1,0 +1,80 @@
+/*
+ * unwind_frames.c: stacks of functions without frame pointers, some with
+ * frames of varying size, for preload_unwind_frames_test.sh. Built with
+ * -O2 -fomit-frame-pointer (tests/integration/CMakeLists.txt), so every
+ * sample is unwound by libunwind and the runtime's cache of frame rules.
+ *
+ * Usage: unwind_frames N
+ *
+ * N times: a chain main -> vla_level -> fixed_level -> vla_level -> ...
+ * -> leaf of 1 to 6 pairs (depth i % 6 + 1), then leaf mallocs and frees
+ * one block. vla_level keeps a variable-length array whose size changes
+ * from call to call (its frame follows %rbp: a rule learned from one call
+ * must not fix its size), fixed_level a fixed frame (a rule by %rsp), and
+ * both run from a thread too (a second stack, a second tail). Prints
+ * "mallocs N" and exits 0.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile unsigned sink;
+
+__attribute__((noinline)) void *leaf(size_t n)
+{
+	void *p = malloc(n);
+	if (p)
+		memset(p, 1, n);
+	return p;
+}
+
+void *vla_level(int depth, size_t n);
+
+__attribute__((noinline)) void *fixed_level(int depth, size_t n)
+{
+	volatile unsigned local[8];
+	local[depth & 7] = (unsigned)n;
+	void *p = vla_level(depth - 1, n + 3);
+	sink += local[depth & 7];
+	return p;
+}
+
+__attribute__((noinline)) void *vla_level(int depth, size_t n)
+{
+	volatile char buf[(n * 37) % 1000 + 8];
+	buf[0] = (char)n;
+	void *p = depth > 0 ? fixed_level(depth, n + 1) : leaf(16 + n % 200);
+	sink += (unsigned)buf[0];
+	return p;
+}
+
+static long run(long n)
+{
+	long done = 0;
+	for (long i = 0; i < n; i++) {
+		free(vla_level((int)(i % 6) + 1, (size_t)i));
+		done++;
+	}
+	return done;
+}
+
+static void *thread_main(void *arg)
+{
+	return (void *)run((long)arg);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		return 2;
+	long n = atol(argv[1]);
+	pthread_t t;
+	if (pthread_create(&t, NULL, thread_main, (void *)n) != 0)
+		return 1;
+	long done = run(n);
+	void *r;
+	pthread_join(t, &r);
+	printf("mallocs %ld\n", done + (long)r);
+	return 0;
+}
