@@ -178,8 +178,11 @@ on glibc, alone and under allocprof; $sampled blocks sampled into the range in t
 | system call | added per 10,000 sampled blocks |
 |---|---|
 ${sys_table}
-rt_sigprocmask is the signal blocking around each sample and each free of a sampled block
-(two each way); madvise is the warm cache giving pages back, mprotect the range growing.
+madvise is the warm cache giving pages back, mprotect the range growing. The sampling path
+makes no rt_sigprocmask call: a signal that arrives while a thread is inside the runtime is
+held back by the trampoline around the program's handler (src/preload/runtime_core.h), so
+the few calls left are libunwind's table lookups the first time a return address is seen
+(learning its frame rule, checking for a frame pointer), start-up and thread creation.
 EOF
 fi
 echo "memory: all budgets met: $([ $met_all = 1 ] && echo yes || echo no)" >&2

@@ -118,8 +118,10 @@ callgrind instructions per capture at depth 32):
 The default is libunwind: it sees through code built without frame pointers (Debian's libc
 and most distribution binaries). Its fast path walks frame records for as long as each
 function on the way sets up a frame pointer (checked once per return address) and lets
-libunwind take over at the first that does not, reusing the frames below it (libc's start
-of main or of a thread) while their stack slots are unchanged; so on a program built with
+libunwind take over at the first that does not: each return address below it is stepped
+by libunwind once, and walked afterwards by the frame rule learned from that step (where
+the caller's frame and saved %rbp are), or reused whole while its stack slots are
+unchanged (libc's start of main or of a thread); so on a program built with
 frame pointers it costs little more than \`unwinder=fp\` and finds libunwind's frames
 (fp stops at libc's first frame). Capture is most of a sample's cost but not all of it:
 "Runtime overhead" has the whole cost per sample.

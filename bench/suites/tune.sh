@@ -223,6 +223,7 @@ if cg:
     print(f"| every malloc sampled (rate 1) | {p['all']:.1f} |")
     print(f"| **one thinned entry / one sample** | **{p['thin'] - p['none']:.0f} / {p['all'] - p['none']:.0f}** |")
     print()
-    print("A thinned entry also makes no system call; a sample makes two (the signal mask). The malloc")
-    print("fast path is the same instructions with or without a table.")
+    print("A thinned entry makes no system call, nor does a sample in steady state (a signal arriving")
+    print("inside the runtime is held back, not blocked). The malloc fast path is the same")
+    print("instructions with or without a table.")
 PY
