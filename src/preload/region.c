@@ -428,6 +428,25 @@ bool region_get(region *r, const void *p, sample_rec *rec, size_t *usable)
 	return s != NULL;
 }
 
+/*
+ * How many warm runs keeping `res` more pages warm would give back (oldest
+ * first) to stay within the budget: 0, 1, or 2 standing for "more than
+ * one". Each give-back is a madvise, and in a threaded program a TLB
+ * shootdown on every other CPU running it: a freed run that would push
+ * out several older ones goes cold itself instead (one call), so a large
+ * run does not flush the small ones that are reused most.
+ */
+static unsigned evictions_for(const region *r, size_t res)
+{
+	size_t limit = region_cache_limit(r), have = r->cached + r->slack + res;
+	unsigned k = 0;
+	for (uint32_t o = r->oldest; o && have > limit && k < 2; o = r->slots[o - 1].warm.newer) {
+		have -= r->slots[o - 1].res_pages;
+		k++;
+	}
+	return have > limit ? 2 : k;
+}
+
 bool region_free(region *r, void *p, sample_rec *rec_out)
 {
 	pthread_mutex_lock(&r->lock);
@@ -446,9 +465,11 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 	r->slack -= res - s->used_pages;
 	r->frees++;
 	/* Warm pages must be the run's first: a block at an offset (aligned
-	 * above the page) and a run larger than the whole budget go cold at
-	 * once, without evicting the warm runs that do fit. */
-	bool warm = s->off_pages == 0 && r->slack + res <= region_cache_limit(r);
+	 * above the page), a run larger than the whole budget, and one that
+	 * would push out more than one warm run go cold at once, without
+	 * evicting the warm runs that do fit. */
+	bool warm = s->off_pages == 0 && r->slack + res <= region_cache_limit(r) &&
+		    evictions_for(r, res) <= 1;
 	memset(s, 0, sizeof *s);
 	if (warm) {
 		push_warm(r, first, run_pages, res);
