@@ -495,9 +495,11 @@ static bool cursor_at(unw_context_t *uc, unw_cursor_t *cur, uintptr_t ip, uintpt
  * else stepped by libunwind (whose unwind tables say where the caller's
  * frame is from sp alone, which is exact; other callee-saved registers are
  * what they are now, as good as any unwind from here) and its rule
- * learned. Only addresses libunwind has unwind information for are ever
- * stepped. The frames found go into the thread's tail cache when they
- * qualify.
+ * learned. Code without unwind information (generated at run time) is
+ * stepped too: libunwind then follows %rbp, checking each address before
+ * it reads it, as it did before the rules; such a frame gets a rule only
+ * when it is a frame-pointer frame. The frames found go into the thread's
+ * tail cache when they qualify.
  */
 __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintptr_t ip,
 						 uintptr_t sp, uintptr_t bp)
@@ -536,7 +538,7 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 			if (unw_get_proc_info_by_ip(unw_local_addr_space, ip - 1, &pi, NULL) != 0)
 				pi.start_ip = 0;
 			if (!synced) {
-				if (!pi.start_ip || !cursor_at(&uc, &cur, ip, sp, bp))
+				if (!cursor_at(&uc, &cur, ip, sp, bp))
 					break;
 				synced = true;
 			}

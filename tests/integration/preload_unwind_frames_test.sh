@@ -8,7 +8,8 @@
 # function whose push %rbp and mov %rsp,%rbp are apart) sends the walk
 # into the wrong slots. Each of the 12 chains (depths 1-6, main thread and
 # a second thread) must appear exactly, from its outermost frame (_start
-# or the thread's clone) to leaf, and nothing else may end in leaf.
+# or the thread's clone) to leaf, and nothing else may end in leaf. Then
+# the same through machine code generated at run time ("jit").
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -30,4 +31,13 @@ for unw in libunwind; do
 	[ "$n" = 12 ] || fail "$unw: $n distinct stacks end in leaf, not 12: $(cat "$TMP/leaf")"
 	[ "$(grep -c '^_start' "$TMP/leaf")" = 6 ] || fail "$unw: not 6 chains from main"
 done
+# Code generated at run time (no symbol, no unwind information, a frame
+# pointer) between the program and leaf: the stack goes on through it.
+bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/jit.pb.gz" \
+	"$PROG" 2000 jit >"$TMP/out" 2>"$TMP/err" || fail "jit: exit: $(head -3 "$TMP/err")"
+[ "$(cat "$TMP/out")" = "mallocs 2000" ] || fail "jit: output $(cat "$TMP/out")"
+"$CLI" folded --alloc "$TMP/jit.pb.gz" | grep -E '(^|;)leaf [0-9]+$' | sed 's/ [0-9]*$//' >"$TMP/leaf"
+[ "$(sort -u "$TMP/leaf" | wc -l)" = 1 ] || fail "jit: not one stack ends in leaf: $(cat "$TMP/leaf")"
+grep -qE '^_start;.*;main;run_jit;jit_level;0x[0-9a-f]+;leaf$' "$TMP/leaf" ||
+	fail "jit: stack not whole through the generated code: $(cat "$TMP/leaf")"
 echo "preload unwind frames: ok"

@@ -4,7 +4,7 @@
  * -O2 -fomit-frame-pointer (tests/integration/CMakeLists.txt), so every
  * sample is unwound by libunwind and the runtime's cache of frame rules.
  *
- * Usage: unwind_frames N
+ * Usage: unwind_frames N [jit]
  *
  * N times: a chain main -> vla_level -> fixed_level -> vla_level -> ...
  * -> leaf of 1 to 6 pairs (depth i % 6 + 1), then leaf mallocs and frees
@@ -13,11 +13,20 @@
  * must not fix its size), fixed_level a fixed frame (a rule by %rsp), and
  * both run from a thread too (a second stack, a second tail). Prints
  * "mallocs N" and exits 0.
+ *
+ * With "jit": N times main -> run_jit -> jit_level -> STUB -> leaf, where
+ * STUB is machine code written at run time into an anonymous mapping (no
+ * symbol, no unwind information; it sets up a frame pointer and calls
+ * leaf), as a JIT compiler's code would be.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static volatile unsigned sink;
 
@@ -64,8 +73,63 @@ static void *thread_main(void *arg)
 	return (void *)run((long)arg);
 }
 
+typedef void *(*stub_fn)(size_t);
+
+/* push %rbp; mov %rsp,%rbp; movabs $target,%rax; call *%rax; pop %rbp; ret */
+static stub_fn make_stub(void *(*target)(size_t))
+{
+#if defined(__x86_64__)
+	unsigned char code[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,
+				 0xff, 0xd0, 0x5d, 0xc3 };
+	uint64_t a;
+	memcpy(&a, &target, sizeof a);
+	memcpy(code + 6, &a, sizeof a);
+	long pg = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	memcpy(m, code, sizeof code);
+	if (mprotect(m, (size_t)pg, PROT_READ | PROT_EXEC) != 0)
+		return NULL;
+	stub_fn f;
+	memcpy(&f, &m, sizeof f);
+	return f;
+#else
+	(void)target;
+	return NULL;
+#endif
+}
+
+__attribute__((noinline)) void *jit_level(stub_fn f, size_t n)
+{
+	volatile unsigned local = (unsigned)n;
+	void *p = f(16 + n % 100);
+	sink += local;
+	return p;
+}
+
+__attribute__((noinline)) static long run_jit(long n)
+{
+	stub_fn f = make_stub(leaf);
+	if (!f)
+		return -1;
+	long done = 0;
+	for (long i = 0; i < n; i++) {
+		free(jit_level(f, (size_t)i));
+		done++;
+	}
+	return done;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[2], "jit") == 0) {
+		long done = run_jit(atol(argv[1]));
+		if (done < 0)
+			return 77;
+		printf("mallocs %ld\n", done);
+		return 0;
+	}
 	if (argc != 2)
 		return 2;
 	long n = atol(argv[1]);
