@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -393,15 +394,21 @@ static void *carve(unsigned char **at, size_t bytes)
 /*
  * Both passes of a layout: pass validates and counts (fill false), then
  * fills one block holding the header (head bytes), the stacks, their
- * addresses, the items and the sub-items. *block is the block, *size its
- * bytes; the header is its start.
+ * addresses, the items and the sub-items. *out is the block, the header at
+ * its start; the header's owner fields (the allocator at alloc_off, the
+ * block's bytes at size_off) are filled, so each public decoder is one
+ * call.
  */
 typedef int (*pass_fn)(rbuf *r, layout *l, bool fill, void *head);
 
-static int decode_block(const void *data, size_t len, const ap_allocator *a,
-			pass_fn pass, size_t head, size_t item, size_t sub,
-			void **block_out, size_t *size_out, char *err, size_t errlen)
+static int decode_block(const void *data, size_t len, const ap_allocator *alloc,
+			pass_fn pass, size_t head, size_t item, size_t sub, size_t alloc_off,
+			size_t size_off, void **out, char *err, size_t errlen)
 {
+	if (!out || (!data && len))
+		return AP_EINVAL;
+	*out = NULL;
+	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
 	rbuf r = { data, len, 0, err, errlen, 0 };
 	layout l;
 	memset(&l, 0, sizeof l);
@@ -427,29 +434,23 @@ static int decode_block(const void *data, size_t len, const ap_allocator *a,
 		a->free(a->ctx, block, size);
 		return rc;
 	}
-	*block_out = block;
-	*size_out = size;
+	memcpy(block + alloc_off, &a, sizeof a);
+	memcpy(block + size_off, &size, sizeof size);
+	*out = block;
 	return 0;
 }
 
 int ap_timeline_decode(const void *data, size_t len, const ap_allocator *alloc,
 		       ap_timeline **out, char *err, size_t errlen)
 {
-	if (!out || (!data && len))
-		return AP_EINVAL;
-	*out = NULL;
-	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
-	void *block;
-	size_t size;
-	int rc = decode_block(data, len, a, tl_pass, sizeof(ap_timeline),
-			      sizeof(ap_tl_point), sizeof(ap_tl_site), &block, &size,
-			      err, errlen);
-	if (rc)
-		return rc;
-	*out = block;
-	(*out)->alloc_ = a;
-	(*out)->size_ = size;
-	return 0;
+	void *p = NULL;
+	int rc = decode_block(data, len, alloc, tl_pass, sizeof(ap_timeline),
+			       sizeof(ap_tl_point), sizeof(ap_tl_site),
+			       offsetof(ap_timeline, alloc_), offsetof(ap_timeline, size_),
+			       out ? &p : NULL, err, errlen);
+	if (out)
+		*out = p;
+	return rc;
 }
 
 void ap_timeline_free(ap_timeline *tl)
@@ -527,21 +528,14 @@ static int lt_pass(rbuf *r, layout *l, bool fill, void *head)
 int ap_lifetimes_decode(const void *data, size_t len, const ap_allocator *alloc,
 			ap_lifetimes **out, char *err, size_t errlen)
 {
-	if (!out || (!data && len))
-		return AP_EINVAL;
-	*out = NULL;
-	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
-	void *block;
-	size_t size;
-	int rc = decode_block(data, len, a, lt_pass, sizeof(ap_lifetimes),
-			      sizeof(ap_lt_site), sizeof(ap_lt_bin), &block, &size,
-			      err, errlen);
-	if (rc)
-		return rc;
-	*out = block;
-	(*out)->alloc_ = a;
-	(*out)->size_ = size;
-	return 0;
+	void *p = NULL;
+	int rc = decode_block(data, len, alloc, lt_pass, sizeof(ap_lifetimes),
+			       sizeof(ap_lt_site), sizeof(ap_lt_bin),
+			       offsetof(ap_lifetimes, alloc_), offsetof(ap_lifetimes, size_),
+			       out ? &p : NULL, err, errlen);
+	if (out)
+		*out = p;
+	return rc;
 }
 
 void ap_lifetimes_free(ap_lifetimes *lt)
