@@ -310,20 +310,17 @@ static int list_tasks(const inject_proc *p, pid_t *out, int cap)
 			all[n++] = t;
 	}
 	closedir(d);
+	bool keep_avoided = true; /* when every thread is avoided, try them all */
+	for (int i = 0; i < n && keep_avoided; i++)
+		keep_avoided = avoided(p, all[i]);
 	int m = 0;
-	for (int pass = 0; pass < 2 && m == 0; pass++) {
-		bool keep_avoided = pass == 1;
-		pid_t first[2] = { p->prefer, p->pid };
-		for (int k = 0; k < 2; k++)
-			for (int i = 0; i < n && m < cap; i++)
-				if (all[i] == first[k] && (k == 0 || all[i] != p->prefer) &&
-				    (keep_avoided || !avoided(p, all[i])))
-					out[m++] = all[i];
-		for (int i = 0; i < n && m < cap; i++)
-			if (all[i] != p->prefer && all[i] != p->pid &&
-			    (keep_avoided || !avoided(p, all[i])))
-				out[m++] = all[i];
-	}
+	for (int rank = 0; rank < 3; rank++)
+		for (int i = 0; i < n && m < cap; i++) {
+			pid_t t = all[i];
+			int r = t == p->prefer ? 0 : t == p->pid ? 1 : 2;
+			if (r == rank && (keep_avoided || !avoided(p, t)))
+				out[m++] = t;
+		}
 	return m;
 }
 
