@@ -134,6 +134,10 @@ extern RT_HIDDEN real_fns rt_real;
  * the runtime (guard held): it allocates through rt_real.
  */
 uint64_t rt_underlying_usable(uint64_t size);
+/* How it answers: "nallocx", "mi_good_size", "glibc" (no allocation),
+ * "ask" (by allocation), "unresolved" (not asked yet); for the memory
+ * report. */
+const char *rt_underlying_usable_way(void);
 extern RT_HIDDEN sampled_set rt_set;
 /*
  * The free() fast path's one test (design 2, region.h):

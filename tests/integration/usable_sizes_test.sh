@@ -11,6 +11,14 @@
 # weight each sample by the same 1/pi). Before, the range's page size was
 # weighted instead: about 4096/16 = 256 times the requested bytes.
 # On glibc and, when installed, jemalloc.
+#
+# Then per size (progs/usable_sizes: one request size per site, 100 B to
+# 300 KB) over glibc, jemalloc, tcmalloc and mimalloc: the range's samples
+# (rate 16384, the lowest the range serves) must give each site exactly
+# the allocator's usable/requested ratio seen at rate 1, and the runtime
+# must have worked the usable size out without allocating (usable_by= in
+# its memory line): asking by malloc+free made glibc trim and refault its
+# heap on every sampled size of 64 KiB or more.
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -42,10 +50,56 @@ assert abs(est_u["bytes"] / est_q["bytes"] - per / 16) < 1e-3, (est_u, est_q)
 PY
 }
 
+# check_sizes TAG ALLOCATOR WAY [big]: per-site usable/requested ratios of
+# the range's samples against rate 1 over ALLOCATOR; WAY: expected usable_by.
+check_sizes() {
+	local tag=$1 alloc=$2 way=$3 big=${4:-}
+	for r in 1 16384; do
+		bounded 60 env LD_PRELOAD="$LIB${alloc:+ $alloc}" \
+			ALLOCPROF_OPTIONS="rate=$r,seed=3,verbose=1,output=$TMP/s$tag.$r.pb.gz" \
+			"$AP_PROGDIR/usable_sizes" $big 2> "$TMP/s$tag.$r.err" ||
+			fail "$tag: usable_sizes failed at rate $r"
+		"$CLI" report --alloc --usable --json "$TMP/s$tag.$r.pb.gz" > "$TMP/s$tag.$r.u.json" ||
+			fail "$tag: report --usable"
+		"$CLI" report --alloc --json "$TMP/s$tag.$r.pb.gz" > "$TMP/s$tag.$r.q.json" ||
+			fail "$tag: report"
+	done
+	grep -q "usable_by=$way\$" "$TMP/s$tag.16384.err" ||
+		fail "$tag: usable sizes not worked out by $way: $(grep -o 'usable_by=.*' "$TMP/s$tag.16384.err")"
+	python3 - "$TMP/s$tag" "$tag" "$big" <<'PY' || fail "$tag: the range's usable sizes are not the allocator's"
+import json, sys
+base, tag, big = sys.argv[1:4]
+def ratios(r):
+    load = lambda k: {s["function"]: s["bytes"] for s in
+                      json.load(open(f"{base}.{r}.{k}.json"))["sites"]}
+    u, q = load("u"), load("q")
+    return {f: (u[f], q[f]) for f in q if f.startswith("size")}
+exact, est = ratios(1), ratios(16384)
+want = {"size100", "size5000", "size70001"} | ({"size300001"} if big else set())
+assert set(exact) == want and set(est) == want, (exact, est)
+for f in sorted(want):
+    (eu, eq), (su, sq) = exact[f], est[f]
+    print(f"# {tag} {f}: usable/requested {eu / eq:.7f} at rate 1, {su / sq:.7f} from the range")
+    # Both sides are sums of w * usable over sums of w * size for one size,
+    # so both are usable(n)/n; the JSON's byte counts are rounded to whole
+    # bytes, which moves a ratio u/q by at most (0.5/u + 0.5/q) of itself.
+    tol = lambda u, q: (0.5 / u + 0.5 / q) * (u / q)
+    assert abs(su / sq - eu / eq) <= tol(su, sq) + tol(eu, eq), (f, exact[f], est[f])
+PY
+}
+
 check glibc ""
+# glibc: sizes below its first mmap threshold (128 KiB), where the heap's
+# chunk arithmetic is the truth.
+check_sizes glibc "" glibc
+tc=$(lib_path libtcmalloc_minimal.so.4)
+[ -z "$tc" ] || check_sizes tcmalloc "$tc" nallocx big
+mi=$(lib_path libmimalloc.so.2)
+[ -z "$mi" ] || check_sizes mimalloc "$mi" mi_good_size big
 je=$(lib_path libjemalloc.so.2)
 if [ -n "$je" ]; then
 	check jemalloc "$je"
+	check_sizes jemalloc "$je" nallocx big
 else
 	echo "libjemalloc.so.2 not installed: glibc only" >&2
 fi
