@@ -8,7 +8,10 @@
  *                        replaces one per operation: 90% of sizes 16-256 B,
  *                        9.9% 256 B-8 KiB, 0.1% 8-512 KiB (the large ones
  *                        dominate sampled bytes, the small ones the call
- *                        count): the shape of a typical server heap.
+ *                        count): the shape of a typical server heap. Each
+ *                        new block gets its first and last byte written
+ *                        (a page fault for each page the allocator had not
+ *                        touched yet).
  *   pairs OPS            OPS times malloc(32) + free: the cost of one
  *                        non-sampled malloc/free pair (run under callgrind).
  *   deep OPS DEPTH       OPS times: recurse DEPTH frames, malloc(64), free;

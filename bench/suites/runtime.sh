@@ -198,7 +198,7 @@ cat <<EOF
 
 \`liballocprof_preload.so\` under \`bench/malloc_workload_bench.c\` (mixed: a ring of 4096 live
 blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
-8-512 KiB (0.1%); $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
+8-512 KiB (0.1%), writing its first and last byte; $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
 $runs interleaved pairs of profiled / plain; "loop" is the timed workload inside the
 program (its CPU time, all threads: the other programs of a shared machine inflate wall
 times, not this), "process" the whole run's wall time including start-up and the final
