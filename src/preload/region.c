@@ -404,6 +404,27 @@ static region_slot *live_slot(region *r, const void *p)
 	return &r->slots[i];
 }
 
+void region_copy_out(region *r, void *dst, const void *src, size_t len)
+{
+	if (len < REGION_COPY_CHUNK) {
+		memcpy(dst, src, len);
+		return;
+	}
+	/* src is page-aligned (a region block): every chunk but the last
+	 * covers whole pages, given back once copied. */
+	for (size_t done = 0; done < len;) {
+		size_t step = len - done < REGION_COPY_CHUNK ? len - done : REGION_COPY_CHUNK;
+		memcpy((char *)dst + done, (const char *)src + done, step);
+		if (step == REGION_COPY_CHUNK) {
+			pthread_mutex_lock(&r->lock);
+			decommit(r, ((uintptr_t)src + done - r->base) >> r->page_shift,
+				 step >> r->page_shift);
+			pthread_mutex_unlock(&r->lock);
+		}
+		done += step;
+	}
+}
+
 bool region_set_rec(region *r, const void *p, const sample_rec *rec)
 {
 	pthread_mutex_lock(&r->lock);

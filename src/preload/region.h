@@ -107,6 +107,8 @@
 /* Under RLIMIT_AS the reservation (range + side table) takes at most
  * 1/REGION_AS_SHARE of the limit: the program keeps over 98% of it. */
 #define REGION_AS_SHARE 64u
+/* region_copy_out gives pages back in steps of this many bytes. */
+#define REGION_COPY_CHUNK ((size_t)1 << 20)
 /* Pages the accessible part grows by at least (1 MiB at 4 KiB pages). */
 #define REGION_RW_STEP ((size_t)256)
 
@@ -217,6 +219,16 @@ void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t rese
  * updated) when the run has room, false (nothing done) otherwise or when
  * p is not a live block. Shrinking gives the pages beyond n back. */
 bool region_resize(region *r, void *p, size_t n, size_t *usable);
+/*
+ * Copy the first len bytes of live block src to dst (outside src), giving
+ * src's whole pages back as they are copied once len is at least
+ * REGION_COPY_CHUNK: a large block that realloc moves is then never
+ * resident twice (glibc moves its mmapped blocks with mremap, which copies
+ * nothing; a plain copy made sqlite's peak 8 MiB higher for a moment).
+ * src stays a live block (its pages read as zero from then on); the
+ * caller frees it.
+ */
+void region_copy_out(region *r, void *dst, const void *src, size_t len);
 /* Store p's record (p a live block). false if p is not one. */
 bool region_set_rec(region *r, const void *p, const sample_rec *rec);
 /* Copy p's record and usable size (either may be NULL). false if p is not

@@ -576,8 +576,8 @@ void *rt_realloc_range(void *p, size_t n)
 		q = region_alloc_run(&rt_region, n, 0, false, 2 * old, NULL);
 		if (!q)
 			q = rt_real.malloc(n);
-		if (q)
-			memcpy(q, p, old < n ? old : n);
+		if (q) /* p is freed below: its pages go back as they are copied */
+			region_copy_out(&rt_region, q, p, old < n ? old : n);
 	}
 	if (q && rec.site)
 		table_record_free(&rt.table, &rec, monotonic_ns());
