@@ -104,7 +104,7 @@ if command -v strace >/dev/null && [[ " $WORKLOADS " == *" micro "* ]]; then
     awk -v b="${b:-0}" -v p="${p:-0}" -v n="$sampled" 'BEGIN { printf "%.0f", n ? (p - b) * 10000 / n : 0 }'
   }
   sys_json="{\"sampled\":$sampled"
-  for s in madvise mprotect mmap munmap rt_sigprocmask; do
+  for s in madvise mincore mprotect mmap munmap rt_sigprocmask; do
     v=$(per10k "$s")
     sys_table="$sys_table| $s | $v |
 "
@@ -129,12 +129,12 @@ for w in $WORKLOADS; do
     rows="$rows| $w | $a | $(mib "$base") MiB | $(mib "$prof") MiB | $(mib "$diff") MiB | $(mib "$budget") MiB | $verdict |
 "
     declare -A M=()
-    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib warm cold fresh madvise mprotect; do
+    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib warm cold fresh madvise mprotect mincore; do
       M[$k]=$(med "$w" "$a" 1 "$k")
     done
     warm_pct=$(awk -v w="${M[warm]}" -v c="${M[cold]}" -v f="${M[fresh]}" \
       'BEGIN { n = w + c + f; printf "%.0f%%", n ? 100 * w / n : 0 }')
-    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} |
+    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} / ${M[mincore]} |
 "
     js="{\"workload\":\"$w\",\"allocator\":\"$a\",\"rss_alone_kib\":$base,\"rss_prof_kib\":$prof"
     js="$js,\"overhead_kib\":$diff,\"budget_kib\":$budget"
@@ -164,9 +164,9 @@ hold in its allocator, plus the warm cache and slack), the cache's peak and its 
 (max(floor, 1/64 of the live sampled pages), \`src/preload/region.h\`), the side table's
 accessible part and its resident part at exit (touched only where runs start), the arena's
 mappings (touched as used); the share of sampled blocks that reused a warm run, and the
-region's madvise / mprotect calls per run.
+region's madvise / mprotect / mincore calls per run.
 
-| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | warm reuse | madvise / mprotect |
+| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | warm reuse | madvise / mprotect / mincore |
 |---|---|---|---|---|---|---|---|---|
 ${brows}
 EOF
@@ -178,7 +178,8 @@ on glibc, alone and under allocprof; $sampled blocks sampled into the range in t
 | system call | added per 10,000 sampled blocks |
 |---|---|
 ${sys_table}
-madvise is the warm cache giving pages back, mprotect the range growing. The sampling path
+madvise is the warm cache giving pages back, mincore it counting the resident pages of a freed
+large block (when counting them all would not fit its budget), mprotect the range growing. The sampling path
 makes no rt_sigprocmask call: a signal that arrives while a thread is inside the runtime is
 held back by the trampoline around the program's handler (src/preload/runtime_core.h), so
 the few calls left are libunwind's table lookups the first time a return address is seen

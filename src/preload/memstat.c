@@ -47,12 +47,12 @@ void rt_memory_report(void)
 	rt_log("memory: range_peak_kib=%zu live_kib=%zu cache_peak_kib=%zu "
 	       "cache_kib=%zu cache_limit_kib=%zu side_table_kib=%zu side_table_res_kib=%zu "
 	       "arena_kib=%zu arena_used_kib=%zu set_kib=%zu warm=%llu cold=%llu "
-	       "fresh=%llu madvise=%llu mprotect=%llu usable_by=%s",
+	       "fresh=%llu madvise=%llu mprotect=%llu mincore=%llu usable_by=%s",
 	       (st.peak_resident << sh) >> 10, (st.committed << sh) >> 10,
 	       (st.peak_cache << sh) >> 10, ((st.cached + st.slack) << sh) >> 10,
 	       (st.limit << sh) >> 10, st.slots_bytes >> 10, slots_res >> 10, arena_mapped >> 10,
 	       arena_used >> 10, set_bytes >> 10, (unsigned long long)st.warm_allocs,
 	       (unsigned long long)st.cold_allocs, (unsigned long long)st.fresh_allocs,
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
-	       rt_underlying_usable_way());
+	       (unsigned long long)st.mincore_calls, rt_underlying_usable_way());
 }

@@ -214,11 +214,12 @@ static void push_cold(region *r, size_t first, size_t run_pages)
 	r->cold[c] = (uint32_t)(first + 1);
 }
 
-static void push_warm(region *r, size_t first, size_t run_pages, size_t res)
+static void push_warm(region *r, size_t first, size_t run_pages, size_t res, size_t count)
 {
 	unsigned c;
 	region_slot *s = free_slot(r, first, run_pages, &c);
 	s->res_pages = (uint32_t)res;
+	s->warm.count = (uint32_t)count;
 	s->warm.stamp = r->frees;
 	s->next = r->warm[c];
 	if (r->warm[c])
@@ -230,10 +231,10 @@ static void push_warm(region *r, size_t first, size_t run_pages, size_t res)
 	else
 		r->oldest = (uint32_t)(first + 1);
 	r->newest = (uint32_t)(first + 1);
-	r->cached += res;
+	r->cached += count;
 }
 
-/* Take warm run `first` off its lists; returns its warm pages. */
+/* Take warm run `first` off its lists; returns its warm extent. */
 static size_t unlink_warm(region *r, size_t first)
 {
 	region_slot *s = &r->slots[first];
@@ -253,7 +254,7 @@ static size_t unlink_warm(region *r, size_t first)
 		r->slots[s->warm.older - 1].warm.newer = s->warm.newer;
 	else
 		r->oldest = s->warm.newer;
-	r->cached -= s->res_pages;
+	r->cached -= s->warm.count;
 	return s->res_pages;
 }
 
@@ -277,12 +278,15 @@ static void trim(region *r)
 
 /* A run for `want` pages of class c: the newest warm run of the class, else
  * a warm run of a class at most twice as long, else a cold run of the
- * class. Sets *first and *res (warm pages); false when there is none. */
-static bool take_free(region *r, unsigned c, size_t run_pages, size_t *first, size_t *res)
+ * class. Sets *first, *res (the warm extent) and *count (how many of it
+ * are resident, at most); false when there is none. */
+static bool take_free(region *r, unsigned c, size_t run_pages, size_t *first, size_t *res,
+		      size_t *count)
 {
 	for (unsigned k = c; k < REGION_NCLASSES && class_run(k) <= 2 * run_pages; k++) {
 		if (r->warm[k]) {
 			*first = r->warm[k] - 1;
+			*count = r->slots[*first].warm.count;
 			*res = unlink_warm(r, *first);
 			r->st.warm_allocs++;
 			return true;
@@ -292,21 +296,49 @@ static bool take_free(region *r, unsigned c, size_t run_pages, size_t *first, si
 		return false;
 	*first = r->cold[c] - 1;
 	r->cold[c] = r->slots[*first].next;
-	*res = 0;
+	*res = *count = 0;
 	r->st.cold_allocs++;
 	return true;
 }
 
-/* The block at page `at` needs `need` pages and has `res` resident from its
- * start: keep the excess as slack while the budget allows, else give it
- * back. Returns the resident pages kept. */
-static size_t settle_excess(region *r, size_t at, size_t need, size_t res)
+/*
+ * Of the `pages` pages from page `at`, how many are resident: mincore for
+ * REGION_PROBE_PAGES pages or more (in steps, on a small buffer), else
+ * (and when mincore fails, as under a seccomp filter) all of them.
+ */
+static size_t resident_count(region *r, size_t at, size_t pages)
 {
+	if (pages < REGION_PROBE_PAGES)
+		return pages;
+	unsigned char vec[1024];
+	size_t k = 0;
+	for (size_t done = 0; done < pages;) {
+		size_t step = pages - done < sizeof vec ? pages - done : sizeof vec;
+		r->st.mincore_calls++;
+		if (mincore((void *)(r->base + ((at + done) << r->page_shift)),
+			    step << r->page_shift, vec) != 0)
+			return pages;
+		for (size_t i = 0; i < step; i++)
+			k += vec[i] & 1;
+		done += step;
+	}
+	return k;
+}
+
+/* The block at page `at` needs `need` pages and has an extent of `res`
+ * pages from its start, of which at most `known` are resident: keep the
+ * excess as slack while the budget allows (counting at most `known` of it,
+ * *slack_count), else give it back. Returns the extent kept. */
+static size_t settle_excess(region *r, size_t at, size_t need, size_t res, size_t known,
+			    size_t *slack_count)
+{
+	*slack_count = 0;
 	if (res <= need)
 		return need;
-	size_t excess = res - need;
-	if (r->cached + r->slack + excess <= region_cache_limit(r)) {
-		r->slack += excess;
+	size_t excess = res - need, count = excess < known ? excess : known;
+	if (r->cached + r->slack + count <= region_cache_limit(r)) {
+		r->slack += count;
+		*slack_count = count;
 		return res;
 	}
 	decommit(r, at + need, excess);
@@ -341,9 +373,9 @@ void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t rese
 	pthread_mutex_lock(&r->lock);
 	if (c >= REGION_NCLASSES)
 		goto refuse;
-	size_t first, res = 0;
+	size_t first, res = 0, res_count = 0;
 	bool fresh = false;
-	if (take_free(r, c, run_pages, &first, &res)) {
+	if (take_free(r, c, run_pages, &first, &res, &res_count)) {
 		run_pages = r->slots[first].run_pages;
 	} else if (run_pages <= r->npages - r->bump) {
 		first = r->bump;
@@ -369,9 +401,11 @@ void *region_alloc_run(region *r, size_t n, size_t align, bool zero, size_t rese
 	if (off)
 		memset(&r->slots[first], 0, sizeof r->slots[first]);
 	r->committed += need;
-	size_t kept = settle_excess(r, at, need, res);
+	size_t slack_count;
+	size_t kept = settle_excess(r, at, need, res, res_count, &slack_count);
 	region_slot *s = &r->slots[at];
 	memset(s, 0, sizeof *s);
+	s->slack_count = (uint32_t)slack_count;
 	s->state = REGION_SLOT_LIVE;
 	s->run_pages = (uint32_t)run_pages;
 	s->off_pages = (uint32_t)off;
@@ -462,7 +496,7 @@ static unsigned evictions_for(const region *r, size_t res)
 	size_t limit = region_cache_limit(r), have = r->cached + r->slack + res;
 	unsigned k = 0;
 	for (uint32_t o = r->oldest; o && have > limit && k < 2; o = r->slots[o - 1].warm.newer) {
-		have -= r->slots[o - 1].res_pages;
+		have -= r->slots[o - 1].warm.count;
 		k++;
 	}
 	return have > limit ? 2 : k;
@@ -483,17 +517,23 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 	size_t res = s->res_pages;
 	r->live--;
 	r->committed -= s->used_pages;
-	r->slack -= res - s->used_pages;
+	r->slack -= s->slack_count;
 	r->frees++;
 	/* Warm pages must be the run's first: a block at an offset (aligned
 	 * above the page), a run larger than the whole budget, and one that
 	 * would push out more than one warm run go cold at once, without
 	 * evicting the warm runs that do fit. */
-	bool warm = s->off_pages == 0 && r->slack + res <= region_cache_limit(r) &&
-		    evictions_for(r, res) <= 1;
+	/* Counted whole while that fits without evicting; asked (mincore)
+	 * only when not. */
+	size_t count = res;
+	if (s->off_pages == 0 &&
+	    (r->slack + res > region_cache_limit(r) || evictions_for(r, res) > 0))
+		count = resident_count(r, at, res);
+	bool warm = s->off_pages == 0 && r->slack + count <= region_cache_limit(r) &&
+		    evictions_for(r, count) <= 1;
 	memset(s, 0, sizeof *s);
 	if (warm) {
-		push_warm(r, first, run_pages, res);
+		push_warm(r, first, run_pages, res, count);
 	} else {
 		decommit(r, at, res);
 		push_cold(r, first, run_pages);
@@ -516,10 +556,12 @@ bool region_resize(region *r, void *p, size_t n, size_t *usable)
 		 * new size stay as slack within the budget, else go back (and
 		 * then read as zero). */
 		size_t at = (size_t)(s - r->slots), used = s->used_pages, res = s->res_pages;
-		r->slack -= res - used;
+		size_t slack_count;
+		r->slack -= s->slack_count;
 		r->committed = r->committed - used + need;
 		s->used_pages = (uint32_t)need;
-		s->res_pages = (uint32_t)settle_excess(r, at, need, res);
+		s->res_pages = (uint32_t)settle_excess(r, at, need, res, res, &slack_count);
+		s->slack_count = (uint32_t)slack_count;
 		trim(r); /* a smaller block lowers the budget */
 		note_peaks(r);
 		if (usable)

@@ -50,6 +50,18 @@
  *   malloc_workload_bench and 44% -> 66% on xthread_bench, same peaks).
  *   A run not reused within REGION_CACHE_DECAY later frees is given back
  *   too, so runs of sizes the program stopped sampling do not stay.
+ * - Counting: a warm run counts the pages it has resident. A freed block
+ *   is counted whole while that fits the budget without pushing out a
+ *   warm run; when it would not, a block of REGION_PROBE_PAGES pages or
+ *   more asks mincore which of its pages are resident (one system call,
+ *   no TLB shootdown, unlike the madvise it may spare) and counts those.
+ *   A program that writes only part of a large block (a vector reserved
+ *   big, a calloc'd table filled sparsely, the benchmark's first and last
+ *   byte) keeps its run warm for what it really holds. A warm run reused
+ *   for a shorter block passes its count on as a bound of the slack's.
+ *   A page mincore calls absent may still be in swap with old contents,
+ *   so a run's extent (res_pages) is never shortened by the count:
+ *   zeroing for calloc and giving back cover the whole extent.
  * - Reuse: a sampled malloc takes the newest warm run of its class, else a
  *   warm run of a class at most twice as long, else a cold run of its
  *   class, else a fresh one.
@@ -100,6 +112,10 @@
 #define REGION_CACHE_FLOOR ((size_t)256 << 10)
 #endif
 #define REGION_CACHE_SHARE 64u
+/* Freed blocks of this many pages or more are asked (mincore) how many of
+ * their pages are resident: below it the call would cost more than the
+ * pages it could spare. */
+#define REGION_PROBE_PAGES 16u
 /* A warm run not reused within this many later frees gives its pages back. */
 #ifndef REGION_CACHE_DECAY
 #define REGION_CACHE_DECAY 4096u
@@ -122,15 +138,23 @@ typedef struct region_slot {
 			uint32_t prev;  /* class list: previous run + 1, 0 = head */
 			uint32_t newer; /* age list: the next newer warm run + 1 */
 			uint32_t older; /* and the next older one + 1 */
+			uint32_t count; /* of its res_pages, those resident
+					   (counted in cached) */
 		} warm;
 	};
 	uint32_t run_pages;    /* pages of the run (its class size or more) */
 	uint32_t off_pages;    /* pages from the run's start to the block */
 	uint32_t used_pages;   /* LIVE: pages of the block */
 	uint32_t res_pages;    /* LIVE: resident pages from the block's start
-				  (used_pages + slack); FREE: warm pages at
-				  the run's start, 0 = cold */
-	uint32_t next;         /* FREE: next run of the list + 1, 0 = end */
+				  (used_pages + slack); FREE: the extent of
+				  warm pages from the run's start (warm.count
+				  of them resident), 0 = cold */
+	union {
+		uint32_t next;        /* FREE: next run of the list + 1, 0 = end */
+		uint32_t slack_count; /* LIVE: of the slack (res_pages -
+					 used_pages), the pages resident
+					 (counted in slack) */
+	};
 	uint8_t state;         /* enum region_slot_state */
 } region_slot;
 
@@ -141,6 +165,7 @@ typedef struct region_stats {
 	uint64_t fresh_allocs; /* by a run from the bump pointer */
 	uint64_t madvise_calls;
 	uint64_t mprotect_calls;
+	uint64_t mincore_calls; /* counting a freed large block's pages */
 	size_t peak_resident;  /* pages: max of committed + cached + slack */
 	size_t peak_cache;     /* pages: max of cached + slack */
 	/* Filled by region_get_stats from the current state: */
@@ -168,7 +193,8 @@ typedef struct region {
 	size_t live;           /* live blocks */
 	size_t committed;      /* pages of live blocks */
 	size_t cached;         /* pages kept in warm runs */
-	size_t slack;          /* resident pages of live blocks beyond them */
+	size_t slack;          /* resident pages of live blocks beyond them
+				  (their slack_count) */
 	size_t cache_floor;    /* budget floor, pages (REGION_CACHE_FLOOR) */
 	unsigned cache_share;  /* budget share of committed (0 = floor only) */
 	uint64_t decay;        /* frees a warm run may wait (0 = forever) */
