@@ -166,9 +166,20 @@ done
 base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
 
+# Over jemalloc, sampling's share is the difference of two loop ratios
+# (profiled / plain and nothing-sampled / plain, each the median of its
+# own interleaved pairs), times the plain loop, per sample: the two sets
+# of pairs ran minutes apart, and a difference of their raw medians mixed
+# the machine's drift in (one run gave -50 ns).
+ratio_ns() { # ratio_ns CONFIG FAST_CONFIG
+  local b n
+  b=$(col "$tmp/$1.base" 5 | median)
+  n=$(col "$tmp/$1.prof" 4 | median)
+  calc %.1f "(${loop[$1]} - ${loop[$2]}) * $b * 1e9 / $n"
+}
 glibc_ns=$(default_ns glibc1.prof glibc1.base)
 jem_ns=nan
-[ -z "$jem" ] || jem_ns=$(default_ns jem1.prof jemfast.prof)
+[ -z "$jem" ] || jem_ns=$(ratio_ns jem1 jemfast)
 mkdir -p "$out"
 {
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
@@ -247,5 +258,5 @@ to libc's start of main; the last column is the same recursion built without the
 
 At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc
 (profiled loop CPU time - plain loop CPU time, per recorded sample: an upper bound, since the interposition's
-fixed cost is in it)$( [ -z "$jem" ] || echo "; $jem_ns ns per sample over jemalloc (profiled loop - the same with nothing sampled)").
+fixed cost is in it)$( [ -z "$jem" ] || echo "; $jem_ns ns per sample over jemalloc ((profiled / plain - nothing sampled / plain) x plain loop)").
 EOF
