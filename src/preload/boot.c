@@ -226,12 +226,16 @@ size_t boot_emu_usable(void *p)
 	return 0; /* unknown: the allocator underneath cannot tell */
 }
 
+const void *boot_object_of(const void *addr)
+{
+	Dl_info di;
+	return addr && dladdr(addr, &di) ? di.dli_fbase : NULL;
+}
+
 static bool same_object(void *a, void *b)
 {
-	Dl_info ia, ib;
-	if (!dladdr(a, &ia) || !dladdr(b, &ib))
-		return false;
-	return ia.dli_fbase == ib.dli_fbase;
+	const void *oa = boot_object_of(a);
+	return oa && oa == boot_object_of(b);
 }
 
 #define RESOLVE(field, name)                                                \

@@ -26,5 +26,9 @@ int boot_resolve_real(void);
 bool boot_real_resolved(void);
 /* The stand-in malloc_usable_size when the allocator has none: 0. */
 size_t boot_emu_usable(void *p);
+/* The load address of the object (executable or shared library) that
+ * holds addr, or NULL: how the runtime tells that two symbols belong to
+ * the same allocator. */
+const void *boot_object_of(const void *addr);
 
 #endif

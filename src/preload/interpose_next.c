@@ -6,6 +6,7 @@
 #include "interpose_next.h"
 
 #include "attach.h"
+#include "boot.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -15,8 +16,7 @@ static const void *object_of(rt_fn f)
 {
 	void *a;
 	memcpy(&a, &f, sizeof a);
-	Dl_info di;
-	return a && dladdr(a, &di) ? di.dli_fbase : NULL;
+	return boot_object_of(a);
 }
 
 void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)

@@ -5,6 +5,8 @@
  */
 #include "runtime_core.h"
 
+#include "boot.h"
+
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -107,8 +109,7 @@ static uint64_t by_way(int way, uint64_t size)
 static void *sym_of_home(const char *name, const void *home)
 {
 	void *a = dlsym(RT_NEXT_HANDLE, name);
-	Dl_info di;
-	return a && home && dladdr(a, &di) && di.dli_fbase == home ? a : NULL;
+	return a && home && boot_object_of(a) == home ? a : NULL;
 }
 
 /* Does `way` answer as the allocator does for a request of n bytes?
@@ -134,8 +135,7 @@ static int resolve_way(void)
 					  4097,  20000, 65000, 70001, 131073, 300001, 1048577};
 	void *m;
 	memcpy(&m, &rt_real.malloc, sizeof m);
-	Dl_info di;
-	const void *home = m && dladdr(m, &di) ? di.dli_fbase : NULL;
+	const void *home = boot_object_of(m);
 	int way = WAY_ASK;
 	void *f;
 	if ((f = sym_of_home("nallocx", home))) {
