@@ -522,12 +522,11 @@ bool region_free(region *r, void *p, sample_rec *rec_out)
 	/* Warm pages must be the run's first: a block at an offset (aligned
 	 * above the page), a run larger than the whole budget, and one that
 	 * would push out more than one warm run go cold at once, without
-	 * evicting the warm runs that do fit. */
-	/* Counted whole while that fits without evicting; asked (mincore)
-	 * only when not. */
+	 * evicting the warm runs that do fit. A run is counted whole while
+	 * that fits without evicting anything; only when not is mincore
+	 * asked how much of it is resident. */
 	size_t count = res;
-	if (s->off_pages == 0 &&
-	    (r->slack + res > region_cache_limit(r) || evictions_for(r, res) > 0))
+	if (s->off_pages == 0 && r->cached + r->slack + res > region_cache_limit(r))
 		count = resident_count(r, at, res);
 	bool warm = s->off_pages == 0 && r->slack + count <= region_cache_limit(r) &&
 		    evictions_for(r, count) <= 1;
