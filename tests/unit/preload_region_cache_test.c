@@ -267,48 +267,6 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
-AP_TEST(resident_pages_are_exactly_what_the_region_accounts)
-{
-	region r;
-	setup(&r, 24, 8);
-	r.decay = 50;
-	enum { SLOTS = 24, STEPS = 3000 };
-	unsigned char *live[SLOTS] = { 0 };
-	size_t pages_of[SLOTS] = { 0 };
-	uint64_t seed = 0x9e3779b97f4a7c15u;
-	for (int step = 0; step < STEPS; step++) {
-		unsigned i = (unsigned)(rnd(&seed) % SLOTS);
-		uint64_t op = rnd(&seed) % 8;
-		if (!live[i]) {
-			/* Sizes 1..16 pages mostly, up to 96 now and then. */
-			size_t n = 1 + rnd(&seed) % (op == 0 ? 96 : 16);
-			live[i] = take(&r, n, (unsigned char)step);
-			pages_of[i] = n;
-		} else if (op < 2) {
-			size_t n = 1 + rnd(&seed) % 40, usable = 0;
-			if (region_resize(&r, live[i], n * page(), &usable)) {
-				memset(live[i], 1, usable);
-				pages_of[i] = n;
-			}
-		} else {
-			AP_CHECK(region_free(&r, live[i], NULL));
-			live[i] = NULL;
-		}
-		AP_CHECK_MSG(resident(&r) == r.committed + r.cached + r.slack,
-			     "step %d: %zu resident, accounted %zu + %zu + %zu", step,
-			     resident(&r), r.committed, r.cached, r.slack);
-		AP_CHECK_MSG(r.cached + r.slack <= region_cache_limit(&r) || r.cached == 0,
-			     "step %d: cache %zu + slack %zu over budget %zu", step,
-			     r.cached, r.slack, region_cache_limit(&r));
-	}
-	size_t sum = 0;
-	for (unsigned i = 0; i < SLOTS; i++)
-		sum += live[i] ? pages_of[i] : 0;
-	AP_CHECK_EQ_U64(r.committed, sum);
-	AP_CHECK(r.st.warm_allocs > 0 && r.st.cold_allocs > 0);
-	region_destroy(&r);
-}
-
 AP_TEST(copying_a_large_block_out_gives_its_pages_back_as_it_goes)
 {
 	region r;
@@ -407,36 +365,78 @@ AP_TEST(a_large_run_written_in_part_stays_warm_for_its_resident_pages)
 	region_destroy(&r);
 }
 
+enum { SLOTS = 24, STEPS = 3000 };
+
+/*
+ * 3000 seeded random steps on a region with a 24-page floor, 1/8 share
+ * and decay 50: allocate (1..16 pages mostly, up to 96 now and then),
+ * resize in place, free. With `sparse`, half the blocks are written only
+ * at their first and last byte (take_sparse), large ones come more often,
+ * and a resized block gets its last byte written; else every page of every
+ * block is written. After each step the pages mincore reports resident
+ * must equal committed + cached + slack (sparse: be at most that), and
+ * cached + slack stay within the budget. live and pages_of (SLOTS each)
+ * are left as the steps left them.
+ */
+static void random_steps(region *r, uint64_t seed, bool sparse, unsigned char **live,
+			 size_t *pages_of)
+{
+	for (int step = 0; step < STEPS; step++) {
+		unsigned i = (unsigned)(rnd(&seed) % SLOTS);
+		uint64_t op = rnd(&seed) % 8;
+		if (!live[i]) {
+			size_t n = 1 + rnd(&seed) % ((sparse ? op < 3 : op == 0) ? 96 : 16);
+			live[i] = !sparse || op & 1 ? take(r, n, (unsigned char)step)
+						     : take_sparse(r, n, (unsigned char)step);
+			pages_of[i] = n;
+		} else if (op < 2) {
+			size_t n = 1 + rnd(&seed) % 40, usable = 0;
+			if (region_resize(r, live[i], n * page(), &usable)) {
+				if (sparse)
+					live[i][usable - 1] = 1;
+				else
+					memset(live[i], 1, usable);
+				pages_of[i] = n;
+			}
+		} else {
+			AP_CHECK(region_free(r, live[i], NULL));
+			live[i] = NULL;
+		}
+		size_t res = resident(r), acc = r->committed + r->cached + r->slack;
+		AP_CHECK_MSG(sparse ? res <= acc : res == acc,
+			     "step %d: %zu resident, accounted %zu + %zu + %zu", step, res,
+			     r->committed, r->cached, r->slack);
+		AP_CHECK_MSG(r->cached + r->slack <= region_cache_limit(r) || r->cached == 0,
+			     "step %d: cache %zu + slack %zu over budget %zu", step, r->cached,
+			     r->slack, region_cache_limit(r));
+	}
+}
+
+AP_TEST(resident_pages_are_exactly_what_the_region_accounts)
+{
+	region r;
+	setup(&r, 24, 8);
+	r.decay = 50;
+	unsigned char *live[SLOTS] = { 0 };
+	size_t pages_of[SLOTS] = { 0 };
+	random_steps(&r, 0x9e3779b97f4a7c15u, false, live, pages_of);
+	size_t sum = 0;
+	for (unsigned i = 0; i < SLOTS; i++)
+		sum += live[i] ? pages_of[i] : 0;
+	AP_CHECK_EQ_U64(r.committed, sum);
+	AP_CHECK(r.st.warm_allocs > 0 && r.st.cold_allocs > 0);
+	region_destroy(&r);
+}
+
+
 AP_TEST(accounting_bounds_what_is_resident_when_blocks_are_written_in_part)
 {
 	region r;
 	setup(&r, 24, 8);
 	r.decay = 50;
-	enum { SLOTS = 24, STEPS = 3000 };
 	unsigned char *live[SLOTS] = { 0 };
-	uint64_t seed = 0x51ed270b2f6b3c1du;
-	for (int step = 0; step < STEPS; step++) {
-		unsigned i = (unsigned)(rnd(&seed) % SLOTS);
-		uint64_t op = rnd(&seed) % 8;
-		if (!live[i]) {
-			size_t n = 1 + rnd(&seed) % (op < 3 ? 96 : 16);
-			live[i] = op & 1 ? take(&r, n, (unsigned char)step)
-					 : take_sparse(&r, n, (unsigned char)step);
-		} else if (op < 2) {
-			size_t n = 1 + rnd(&seed) % 40, usable = 0;
-			if (region_resize(&r, live[i], n * page(), &usable))
-				live[i][usable - 1] = 1;
-		} else {
-			AP_CHECK(region_free(&r, live[i], NULL));
-			live[i] = NULL;
-		}
-		AP_CHECK_MSG(resident(&r) <= r.committed + r.cached + r.slack,
-			     "step %d: %zu resident, accounted %zu + %zu + %zu", step,
-			     resident(&r), r.committed, r.cached, r.slack);
-		AP_CHECK_MSG(r.cached + r.slack <= region_cache_limit(&r) || r.cached == 0,
-			     "step %d: cache %zu + slack %zu over budget %zu", step,
-			     r.cached, r.slack, region_cache_limit(&r));
-	}
+	size_t pages_of[SLOTS] = { 0 };
+	random_steps(&r, 0x51ed270b2f6b3c1du, true, live, pages_of);
 	AP_CHECK(r.st.mincore_calls > 0);
 	region_destroy(&r);
 }
