@@ -11,6 +11,10 @@
  *                 (default 1000) sampled pointers in the set
  *   range-check   the same loop plus design 2's test, one subtraction and
  *                 compare against an allocprof-owned address range
+ *   filter-check  the same loop plus what the runtime's free does: the
+ *                 counter of the pointer's 64 KiB granule in the set's
+ *                 filter, and the set lookup when it is nonzero (the LIVE
+ *                 entries count in it, spread over the same 1 GiB)
  *   insert-remove N insert+remove pairs on top of LIVE entries (the cost a
  *                 sampled allocation and its free add to the set)
  * and prints "MODE N ns_per_op". Run under `valgrind --tool=callgrind`, the
@@ -60,7 +64,7 @@ static void fill(sampled_set *s, size_t live)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s baseline|set-miss|range-check|insert-remove N [LIVE]\n",
+		fprintf(stderr, "usage: %s baseline|set-miss|range-check|filter-check|insert-remove N [LIVE]\n",
 			argv[0]);
 		return 1;
 	}
@@ -70,7 +74,8 @@ int main(int argc, char **argv)
 	if (n == 0)
 		return 1;
 	static sampled_set s;
-	set_init(&s);
+	static uint16_t filter[SET_FILTER_SIZE];
+	set_init(&s, filter);
 	fill(&s, live);
 	uintptr_t *ptrs = make_pointers(n, 7);
 	uintptr_t acc = 0;
@@ -85,6 +90,10 @@ int main(int argc, char **argv)
 		uintptr_t base = 0x200000000000ULL, len = 1ULL << 36;
 		for (size_t i = 0; i < n; i++)
 			acc += ptrs[i] + (ptrs[i] - base < len);
+	} else if (!strcmp(mode, "filter-check")) {
+		for (size_t i = 0; i < n; i++)
+			acc += ptrs[i] + (filter[set_filter_index(ptrs[i])] != 0 &&
+					  set_contains(&s, (const void *)ptrs[i]));
 	} else if (!strcmp(mode, "insert-remove")) {
 		sample_rec r;
 		memset(&r, 0, sizeof r);

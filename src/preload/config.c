@@ -179,6 +179,9 @@ static const ap_option_spec specs[] = {
 	{ "range", AP_OPT_BOOL, OFF(range), 0, 0, NULL, 0, NULL,
 	  "serve sampled blocks (thread rate >= 16 KiB) from allocprof's own "
 	  "address range; 0 = leave every block to the allocator" },
+	{ "range_max", AP_OPT_SIZE, OFF(range_max), 0, 0, NULL, 0, NULL,
+	  "sampled blocks this large or larger stay with the allocator "
+	  "(default 64k); 0 = serve every size from the range" },
 	{ "verbose", AP_OPT_BOOL, OFF(verbose), 0, 0, NULL, 0, NULL,
 	  "print what the runtime does (dumps, settings, its memory at exit) on stderr" },
 	{ "http", AP_OPT_CUSTOM, OFF(http), 0, 0, NULL, 0, http_parse_listen,
@@ -232,6 +235,7 @@ void rt_options_default(rt_options *o)
 	o->format = RT_FORMAT_PPROF;
 	o->fork_mode = RT_FORK_FOLLOW;
 	o->range = true;
+	o->range_max = RT_RANGE_MAX_DEFAULT;
 	o->dump_on = RT_DUMP_ON_DEFAULT;
 }
 

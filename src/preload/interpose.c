@@ -4,18 +4,19 @@
  * Each entry point is the whole fast path (docs/DESIGN.md, "the runtime's hard
  * rules"): an allocation subtracts its size from the thread's sampler
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
- * tail-calls the allocator underneath. A free tests whether the pointer is
- * inside allocprof's own range (one subtraction and one compare: design 2,
- * region.h) and, almost always outside it, tail-calls the real free. Once
- * anything has entered the lock-free sampled set (design 1, for samples the
- * range does not serve), the range test lets every pointer through to
- * rt_classify, which looks in both (runtime_core.h). Everything else is in
- * runtime.c behind AP_UNLIKELY.
+ * tail-calls the allocator underneath. A free loads the counter of the
+ * pointer's 64 KiB granule in the sampled set's filter (sampled_set.h),
+ * where allocprof's own range (design 2, region.h) is claimed and every
+ * sampled block the allocator holds (design 1) is counted, and, almost
+ * always at zero, tail-calls the real free. Pointers of nonzero granules go
+ * to rt_classify, which asks the range and the set (runtime_core.h).
+ * Everything else is in runtime.c behind AP_UNLIKELY.
  *
- * A sampled allocation is served from the range when the thread's rate is
- * at least RT_REGION_MIN_RATE (rt_region_alloc), else by the allocator
- * underneath. Region blocks are whole pages: malloc_usable_size reports
- * allocprof's page rounding for them, not the allocator's.
+ * A sampled allocation below range_max (64 KiB) is served from the range
+ * when the thread's rate is at least RT_REGION_MIN_RATE (rt_region_alloc),
+ * else by the allocator underneath and kept in the sampled set. Region
+ * blocks are whole pages: malloc_usable_size reports allocprof's page
+ * rounding for them, not the allocator's.
  *
  * A thread's counter starts at 0, so its first allocation takes the slow
  * path, which initialises the runtime and the thread's sampler. Bootstrap

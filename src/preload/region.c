@@ -164,6 +164,8 @@ static bool commit_to(region *r, size_t end)
 	r->st.mprotect_calls++;
 	if (mprotect(at, (to - r->rw_pages) << r->page_shift, PROT_READ | PROT_WRITE) != 0)
 		return false;
+	if (r->claim)
+		set_filter_claim(r->claim, (uintptr_t)at, r->base + (to << r->page_shift));
 	r->rw_pages = to;
 	return true;
 }

@@ -6,6 +6,10 @@
  * sampled?" with a subtraction and a compare against two globals, and only
  * pointers inside the range take the slow path. The range is reserved once
  * with mmap(PROT_NONE): it costs address space, not memory or commit.
+ * The runtime gives it the sampled blocks below range_max (64 KiB by
+ * default, config.h): the larger ones stay with the allocator, so its
+ * machinery for long runs (power-of-two classes, mincore counting, copy-out
+ * on realloc) serves range_max=0, over-aligned blocks and its unit tests.
  *
  * Blocks are page-granular runs: a block of n bytes (aligned to `align`)
  * uses ceil(n / page) pages; an alignment above the page size
@@ -203,6 +207,10 @@ typedef struct region {
 	uint64_t refused;      /* allocations that failed (exhausted etc.) */
 	uint32_t fail_commit;  /* test hook: the n-th next raise of the
 				  high-water mark fails (1 = next) */
+	uint16_t *claim;       /* NULL, or a granule filter in which pages
+				  are claimed (set_filter_claim) as they
+				  become accessible, before any is handed
+				  out */
 } region;
 
 /*

@@ -3,16 +3,17 @@
  * (runtime_core.h), plus the public ap_runtime_* API.
  *
  * Bootstrapping (boot.c). Until the allocator underneath is found, rt_real
- * points at stand-ins serving a pool inside [rt_range_base, +rt_range_size):
- * free, realloc and malloc_usable_size recognise pool blocks with the range
- * test they do anyway, and the sampled set stays empty.
+ * points at stand-ins serving a pool whose granules are claimed in the
+ * sampled set's filter: free, realloc and malloc_usable_size recognise
+ * pool blocks with the filter test they do anyway.
  *
  * Sampled blocks (design 2, region.h): a thread sampling at a rate of at
- * least RT_REGION_MIN_RATE gets its sampled blocks from the region, whose
- * side table keeps their records; below that rate, or when the region
- * cannot serve a block, the real allocator serves it and the sampled set
- * (design 1) records it; free's range test then lets every pointer through
- * to rt_classify (runtime_core.h).
+ * least RT_REGION_MIN_RATE gets its sampled blocks below range_max from
+ * the region, whose side table keeps their records; below that rate, for
+ * larger blocks, or when the region cannot serve a block, the real
+ * allocator serves it and the sampled set (design 1) records it, counting
+ * it in its granule's counter of the filter; free's filter test sends the
+ * pointers of either to rt_classify (runtime_core.h).
  *
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc
@@ -53,10 +54,10 @@ runtime rt;
  * only while the endpoint is on (two clock reads per sample). */
 _Atomic uint64_t rt_unwind_ns;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
+uint16_t rt_set_filter[SET_FILTER_SIZE];
 sampled_set rt_set = { .keys = set_empty_table.keys,
-		       .lock = PTHREAD_MUTEX_INITIALIZER };
-uintptr_t rt_range_base;
-size_t rt_range_size;
+		       .lock = PTHREAD_MUTEX_INITIALIZER,
+		       .filter = rt_set_filter };
 region rt_region;
 
 /* The region's reservation: 64 GiB of address space (its side table, 64
@@ -177,18 +178,19 @@ static uint64_t realtime_ns(void)
 }
 
 /* Reserve the region before anything can use the bootstrap pool, and
- * publish the range free() tests. */
+ * claim the pool's granules in the filter free() tests; the region claims
+ * its pages as it makes them accessible. */
 static void reserve_range(void)
 {
 	if (region_init(&rt_region, RT_REGION_WANT, RT_REGION_MIN, BOOT_POOL_SIZE) == 0) {
 		boot_place_pool((void *)rt_region.base);
-		__atomic_store_n(&rt_range_base, rt_region.base, __ATOMIC_RELAXED);
-		__atomic_store_n(&rt_range_size, rt_region.size, __ATOMIC_RELAXED);
+		set_filter_claim(rt_set_filter, rt_region.base,
+				 rt_region.base + (rt_region.prefix_pages << rt_region.page_shift));
+		rt_region.claim = rt_set_filter;
 	} else {
 		/* Design 1 for every sample; the range is the static pool. */
-		__atomic_store_n(&rt_range_base, boot_static_pool(),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
+		set_filter_claim(rt_set_filter, boot_static_pool(),
+				 boot_static_pool() + BOOT_POOL_SIZE);
 	}
 }
 
@@ -205,7 +207,6 @@ static bool do_init(void)
 		/* range=0: keep the pool's pages (parsing may have used them),
 		 * give the rest back; design 1 serves every sample. */
 		region_retire(&rt_region);
-		__atomic_store_n(&rt_range_size, BOOT_POOL_SIZE, __ATOMIC_RELAXED);
 	}
 	if (rt.opt.help) {
 		size_t n;
@@ -370,14 +371,6 @@ static uint64_t monotonic_ns(void)
 	return set_now_ns();
 }
 
-/* The sampled set is about to hold something: from now on free's range
- * test lets every pointer through to rt_classify (runtime_core.h). */
-static void set_mark_used(void)
-{
-	if (__atomic_load_n(&rt_range_size, __ATOMIC_RELAXED) != SIZE_MAX)
-		__atomic_store_n(&rt_range_size, SIZE_MAX, __ATOMIC_RELAXED);
-}
-
 void rt_sample_end(void *p, const ap_sample_info *info)
 {
 	rt_thread *t = &rt_tls;
@@ -403,7 +396,6 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 			if (in_region) {
 				kept = region_set_rec(&rt_region, p, &rec);
 			} else {
-				set_mark_used();
 				kept = set_insert(&rt_set, p, &rec) == 0;
 			}
 			if (!kept) {
@@ -466,17 +458,23 @@ void *rt_realloc_sampled(void *p, size_t n)
 
 /* ---- the region: sampled blocks of design 2 -------------------------- */
 
+/* Does the region serve a sampled block of n bytes? */
+static bool region_serves(size_t n)
+{
+	return rt_tls.sampler.rate >= RT_REGION_MIN_RATE &&
+	       (rt.opt.range_max == 0 || n < rt.opt.range_max);
+}
+
 void *rt_region_alloc(size_t n, size_t align, bool zero)
 {
-	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE)
+	if (!region_serves(n))
 		return NULL;
 	return region_alloc(&rt_region, n, align, zero, NULL);
 }
 
 void *rt_region_move(void *p, size_t n)
 {
-	if (rt_tls.sampler.rate < RT_REGION_MIN_RATE ||
-	    rt_real.malloc_usable_size == boot_emu_usable)
+	if (!region_serves(n) || rt_real.malloc_usable_size == boot_emu_usable)
 		return NULL;
 	void *q = region_alloc(&rt_region, n, 0, false, NULL);
 	if (!q)
@@ -540,10 +538,11 @@ void rt_free_slow(void *p)
 
 /*
  * realloc of a range block is, in the profile, free(p) then an allocation
- * of n (sampled or not). The block stays in the range: resized in place
- * when its run has room, else moved to a run twice its size, so a buffer
- * grown step by step is copied only as it doubles. Pool blocks, and blocks
- * the range cannot hold, go to a new block of the normal path.
+ * of n (sampled or not). Below range_max the block stays in the range:
+ * resized in place when its run has room, else moved to a run twice its
+ * size, so a buffer grown step by step is copied only as it doubles. Pool
+ * blocks, blocks grown to range_max or more, and blocks the range cannot
+ * hold go to a new block of the normal path.
  */
 void *rt_realloc_range(void *p, size_t n)
 {
@@ -572,8 +571,16 @@ void *rt_realloc_range(void *p, size_t n)
 	 * signal held back meanwhile is let in by rt_leave. */
 	uint64_t m = sampled ? 0 : rt_enter();
 	void *q = p;
-	if (!region_resize(&rt_region, p, n, NULL)) {
-		q = region_alloc_run(&rt_region, n, 0, false, 2 * old, NULL);
+	/* Grown to range_max or more, the block leaves the range, as such a
+	 * block would be allocated (rt_region_alloc); below it, room to double
+	 * (but not past range_max) saves copies. */
+	uint64_t max = rt.opt.range_max;
+	bool stays = max == 0 || n < max;
+	if (!stays || !region_resize(&rt_region, p, n, NULL)) {
+		size_t room = 2 * old;
+		if (max && room >= max)
+			room = (size_t)max - 1;
+		q = stays ? region_alloc_run(&rt_region, n, 0, false, room, NULL) : NULL;
 		if (!q)
 			q = rt_real.malloc(n);
 		if (q) /* p is freed below: its pages go back as they are copied */

@@ -140,26 +140,25 @@ uint64_t rt_underlying_usable(uint64_t size);
 const char *rt_underlying_usable_way(void);
 extern RT_HIDDEN sampled_set rt_set;
 /*
- * The free() fast path's one test (design 2, region.h):
- * p - rt_range_base < rt_range_size. While the sampled set (design 1) is
- * empty, the range is exactly allocprof's own (the bootstrap pool plus the
- * region serving sampled blocks), so every other pointer goes straight to
- * the real free. The first time anything is to enter the set (a sample the
- * region does not serve: a thread rate below RT_REGION_MIN_RATE, the region
- * exhausted or unreserved), rt_range_size becomes SIZE_MAX: every pointer
- * but rt_range_base - 1 (odd, never a malloc block) then takes the slow
- * path, rt_classify, which tests the range and the set. Only the size ever
- * changes after initialisation, one word, so no reader can combine an old
- * and a new value.
- *
- * Both are written with __atomic_store_n before any pointer they concern
- * exists, so a pointer's owner sees the values that matter for it (a stale
- * read by anyone else cannot concern its pointer). They are plain objects,
- * not _Atomic, so the compiler folds the fast path's reads into its
- * instructions: free is mov, sub mem, cmp mem, jb, jmp (5 instructions).
+ * The free() fast path's one test: the counter of p's 64 KiB granule in
+ * the sampled set's filter (sampled_set.h), rt_set_filter, in the
+ * runtime's .bss (2 MiB of address space, of which a page is touched per
+ * 128 MiB window of address space in use). Zero: p is the allocator's
+ * alone. Nonzero: p may be allocprof's, and rt_classify asks the range and
+ * the set. Two kinds of granules are nonzero:
+ * - allocprof's own range (design 2, region.h): the bootstrap pool and the
+ *   region serving sampled blocks below range_max, whose granules are
+ *   claimed (saturated for good) before any of their pages is handed out;
+ * - those where a block of the sampled set starts (design 1): sampled
+ *   blocks the allocator underneath holds (range_max and larger, every
+ *   sample at a thread rate below RT_REGION_MIN_RATE, all of them with
+ *   range=0 or no region), each counted before it is returned.
+ * So a pointer's owner sees the count that matters for it (a stale read
+ * by anyone else cannot concern its pointer). The array is a plain object,
+ * not _Atomic, so free is mov, shr, and, lea, cmpw mem, jne, jmp
+ * (7 instructions).
  */
-extern RT_HIDDEN uintptr_t rt_range_base;
-extern RT_HIDDEN size_t rt_range_size;
+extern RT_HIDDEN uint16_t rt_set_filter[SET_FILTER_SIZE];
 extern RT_HIDDEN region rt_region;
 extern RT_HIDDEN __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t rt_unwind_ns;
@@ -216,7 +215,7 @@ void rt_sample_end(void *p, const ap_sample_info *info);
 
 static inline bool rt_maybe_ours(const void *p)
 {
-	return (uintptr_t)p - rt_range_base < rt_range_size;
+	return rt_set_filter[set_filter_index((uintptr_t)p)] != 0;
 }
 
 enum rt_owner { RT_OWNER_NONE = 0, RT_OWNER_RANGE, RT_OWNER_SET };
@@ -231,12 +230,13 @@ enum rt_owner rt_classify(const void *p);
  */
 #define RT_REGION_MIN_RATE ((uint64_t)16384)
 
+
 /*
  * Between rt_sample_begin and rt_sample_end: a block of n bytes aligned to
  * `align` (a power of two; 0 = page) from the region, its first n bytes
  * zero if `zero`, or NULL when the region does not serve it (thread rate
- * below RT_REGION_MIN_RATE, no region, exhausted): the caller then
- * allocates from the real allocator.
+ * below RT_REGION_MIN_RATE, n of range_max bytes or more, no region,
+ * exhausted): the caller then allocates from the real allocator.
  */
 void *rt_region_alloc(size_t n, size_t align, bool zero);
 /*

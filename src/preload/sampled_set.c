@@ -34,11 +34,35 @@ uint64_t set_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-void set_init(sampled_set *s)
+void set_init(sampled_set *s, uint16_t *filter)
 {
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->keys, set_empty_table.keys);
 	pthread_mutex_init(&s->lock, NULL);
+	s->filter = filter;
+}
+
+void set_filter_claim(uint16_t *filter, uintptr_t from, uintptr_t to)
+{
+	if (to <= from)
+		return;
+	uintptr_t first = from >> SET_FILTER_SHIFT, last = (to - 1) >> SET_FILTER_SHIFT;
+	for (uintptr_t g = first; g <= last && g - first < SET_FILTER_SIZE; g++)
+		__atomic_store_n(&filter[g & (SET_FILTER_SIZE - 1)], (uint16_t)UINT16_MAX,
+				 __ATOMIC_RELAXED);
+}
+
+/* Count key in (+1) or out (-1) of its granule's counter; the set's mutex
+ * is held. A saturated counter stays (sampled_set.h). */
+static void filter_count(sampled_set *s, uintptr_t key, int d)
+{
+	if (!s->filter)
+		return;
+	uint16_t *f = &s->filter[set_filter_index(key)];
+	uint16_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
+	if (c == UINT16_MAX || (d < 0 && c == 0))
+		return;
+	__atomic_store_n(f, (uint16_t)(c + d), __ATOMIC_RELAXED);
 }
 
 static size_t table_bytes(size_t cap)
@@ -172,6 +196,7 @@ int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 		i = (i + 1) & t->mask;
 	t->recs[i] = *rec;
 	atomic_store_explicit(&t->keys[i], key, memory_order_release);
+	filter_count(s, key, +1);
 	if (k == KEY_EMPTY)
 		t->used++;
 	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
@@ -208,6 +233,7 @@ bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
 	}
 	if (rec_out)
 		*rec_out = t->recs[i];
+	filter_count(s, key, -1);
 	size_t next = (i + 1) & t->mask;
 	if (atomic_load_explicit(&t->keys[next], memory_order_relaxed) != KEY_EMPTY) {
 		/* Inside a cluster: later keys' probe chains may run through i. */

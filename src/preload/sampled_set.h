@@ -29,6 +29,19 @@
  * The record of each sampled pointer (its stack bucket, HT weight, u,
  * usable size, allocation time) lives in a parallel array, read and written
  * only by the owner of the pointer.
+ *
+ * A set may carry a granule filter (the runtime's does): SET_FILTER_SIZE
+ * 16-bit counters, counter set_filter_index(p) counting the live keys whose
+ * 64 KiB granule (p >> SET_FILTER_SHIFT, folded onto the table every
+ * 64 GiB) is p's. It is what lets free() skip the set for almost every
+ * pointer with one load: a zero counter means no key can be p. Writers
+ * update it under the set's mutex, after storing the key on insert and
+ * before clearing it on remove, with relaxed atomic stores; a reader is only
+ * ever asked about its own pointer, whose insert happened-before, so it sees
+ * a nonzero counter while p is in the set. A counter at 65535 stays there
+ * for good, which only costs lookups: set_filter_claim puts the granules of
+ * the runtime's own range there, and counting could only get there through
+ * aliases 64 GiB apart (a granule holds at most 4096 blocks of 16 bytes).
  */
 #ifndef AP_PRELOAD_SAMPLED_SET_H
 #define AP_PRELOAD_SAMPLED_SET_H
@@ -77,12 +90,29 @@ typedef struct sampled_set {
 	set_table *retired[SET_MAX_RETIRED];
 	size_t nretired;
 	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
+	uint16_t *filter;           /* NULL, or SET_FILTER_SIZE counters */
 } sampled_set;
+
+/* The granule filter (above): 2^20 counters of 64 KiB granules. */
+#define SET_FILTER_SHIFT 16u
+#define SET_FILTER_SIZE ((size_t)1 << 20)
+
+static inline size_t set_filter_index(uintptr_t p)
+{
+	return (size_t)(p >> SET_FILTER_SHIFT) & (SET_FILTER_SIZE - 1);
+}
 
 /* The empty table every set starts from (capacity 2, never written). */
 extern set_table set_empty_table;
 
-void set_init(sampled_set *s);
+/* Saturate the counters of every granule of [from, to) for good: the
+ * runtime claims its own range this way, so that free() sends its pointers
+ * to the slow path with the same one test (runtime_core.h). */
+void set_filter_claim(uint16_t *filter, uintptr_t from, uintptr_t to);
+
+/* An empty set; filter: NULL, or SET_FILTER_SIZE zeroed counters the set
+ * keeps up to date (they must outlive it). */
+void set_init(sampled_set *s, uint16_t *filter);
 
 static inline set_table *set_header(_Atomic uintptr_t *keys)
 {

@@ -12,8 +12,11 @@
 #  - glibc alone: 0 such blocks, no errors; also with
 #    MALLOC_MMAP_THRESHOLD_=131072, which makes glibc mmap every block of
 #    128 KiB or more, so its mmapped blocks are all checked, every run;
-#  - runtime at rate=16384: every such block has it (the odds of one 1 MiB block
-#    escaping sampling are below 1e-13), no errors, a readable profile;
+#  - runtime at rate=16384 with range_max=0 (every size from the range):
+#    every such block has it (the odds of one 1 MiB block escaping
+#    sampling are below 1e-13), no errors, a readable profile;
+#  - runtime at rate=16384 with the default range_max (64 KiB): none has
+#    it (1 MiB blocks stay with the allocator), no errors;
 #  - runtime at rate=1 (below the range's threshold: design 1 serves
 #    samples from glibc): 0 such blocks, no errors;
 #  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks,
@@ -56,12 +59,18 @@ read -r b0 s0 p0 e0 <"$TMP/plain_mmap.counts"
 [ "$s0" = "$signed" ] || fail "plain_mmap: $s0 signed blocks, $signed with glibc's own threshold"
 [ "$p0" = 0 ] || fail "plain_mmap: glibc returned $p0 page-rounded blocks; the signature is not distinctive"
 
-run region "$LIB" "seed=3,rate=16384"
+run region "$LIB" "seed=3,rate=16384,range_max=0"
 read -r b2 s2 p2 e2 <"$TMP/region.counts"
 [ "$b2" = "$blocks" ] || fail "region: $b2 blocks checked, $blocks without the runtime"
 [ "$s2" = "$signed" ] || fail "region: $s2 signed blocks, $signed without the runtime"
 [ "$p2" = "$s2" ] || fail "region: only $p2 of $s2 blocks came from the range"
 check_profiles region "$TMP/region"
+
+run region_max "$LIB" "seed=3,rate=16384"
+read -r b6 s6 p6 e6 <"$TMP/region_max.counts"
+[ "$s6" = "$signed" ] || fail "region_max: $s6 signed blocks, $signed without the runtime"
+[ "$p6" = 0 ] || fail "region_max: $p6 blocks of 1 MiB came from the range above range_max"
+check_profiles region_max "$TMP/region_max"
 
 run rate1 "$LIB" "seed=3,rate=1"
 read -r b3 s3 p3 e3 <"$TMP/rate1.counts"
@@ -85,7 +94,9 @@ for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")
 	[ -n "$alloc" ] || continue
 	tag=${soname%%.so*}
-	run "$tag" "$LIB $alloc" "seed=5,rate=16384"
-	check_profiles "$tag" "$TMP/$tag"
+	for max in 0 65536; do
+		run "$tag.$max" "$LIB $alloc" "seed=5,rate=16384,range_max=$max"
+		check_profiles "$tag.$max" "$TMP/$tag.$max"
+	done
 done
 echo "region: ok (blocks $b2, signed $s2, from the range $p2; errors $errors/$e2/$e3)"

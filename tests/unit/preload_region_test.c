@@ -395,6 +395,50 @@ static void *worker(void *vp)
 	return NULL;
 }
 
+/* The runtime's free() tests only the filter: every byte of every block
+ * the region hands out must be in a claimed granule by then, and a failed
+ * raise of the mark must claim nothing. */
+static uint16_t claimed[SET_FILTER_SIZE];
+
+static bool all_claimed(const unsigned char *p, size_t n)
+{
+	for (size_t off = 0; off < n; off += (size_t)1 << SET_FILTER_SHIFT)
+		if (claimed[set_filter_index((uintptr_t)(p + off))] != UINT16_MAX)
+			return false;
+	return claimed[set_filter_index((uintptr_t)(p + n - 1))] == UINT16_MAX;
+}
+
+AP_TEST(accessible_pages_are_claimed_before_they_are_handed_out)
+{
+	region r;
+	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
+	memset(claimed, 0, sizeof claimed);
+	r.claim = claimed;
+	size_t ps = page();
+	r.fail_commit = 1;
+	AP_CHECK(region_alloc(&r, 100, 0, false, NULL) == NULL);
+	size_t n = 0;
+	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
+		n += claimed[i] != 0;
+	AP_CHECK_EQ_U64(n, 0);
+	unsigned char *p = region_alloc(&r, 100, 0, false, NULL);
+	AP_CHECK(p && all_claimed(p, 100));
+	/* A run past the first step raises the mark again. */
+	size_t big = 3 * REGION_RW_STEP * ps;
+	unsigned char *b = region_alloc(&r, big, 0, false, NULL);
+	AP_CHECK(b && all_claimed(b, big));
+	/* Exactly the accessible part: whole granules from the base up to the
+	 * mark's granule, nothing past it. */
+	uintptr_t end = r.base + (r.rw_pages << r.page_shift);
+	AP_CHECK(all_claimed((const unsigned char *)r.base, end - r.base));
+	AP_CHECK_EQ_U64(claimed[set_filter_index(end + ((uintptr_t)1 << SET_FILTER_SHIFT))], 0);
+	AP_CHECK(region_free(&r, b, NULL));
+	AP_CHECK(region_free(&r, p, NULL));
+	/* Freed pages stay claimed (the range stays allocprof's). */
+	AP_CHECK(all_claimed(b, big));
+	region_destroy(&r);
+}
+
 AP_TEST(four_threads_share_one_region)
 {
 	region r;

@@ -85,7 +85,7 @@ AP_TEST(threads_sampling_freeing_and_dumping_keep_exact_counts)
 {
 	AP_CHECK_EQ_INT(arena_init(&a), 0);
 	AP_CHECK_EQ_INT(table_init(&table, &a), 0);
-	set_init(&set);
+	set_init(&set, NULL);
 	pthread_t w[THREADS], d;
 	AP_CHECK(pthread_create(&d, NULL, dumper, NULL) == 0);
 	for (uintptr_t i = 0; i < THREADS; i++)
