@@ -18,7 +18,9 @@ done
 [ -r "$ap_lib" ] || { echo "bench: $ap_lib is not built" >&2; exit 1; }
 
 # lib_path NAME: the x86-64 shared object NAME from the loader cache, or "".
-lib_path() { ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ { print $NF; exit }'; }
+# awk reads to the end: exiting at the first match can kill ldconfig with
+# SIGPIPE, which pipefail turns into the suite's failure (exit 141).
+lib_path() { ldconfig -p | awk -v n="$1" '!found && $1 == n && /x86-64/ { print $NF; found = 1 }'; }
 jemalloc=$(lib_path libjemalloc.so.2)
 tcmalloc=$(lib_path libtcmalloc.so.4)
 python=/usr/bin/python3

@@ -33,7 +33,8 @@ lib=$build/liballocprof_preload.so
 [ -x "$bin" ] || { echo "runtime.sh: $bin not built" >&2; exit 1; }
 [ -r "$lib" ] || { echo "runtime.sh: $lib not built" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2; exit 1; }
-jem=$(ldconfig -p | awk '$1 == "libjemalloc.so.2" && /x86-64/ { print $NF; exit }')
+# awk reads to the end (an early exit can SIGPIPE ldconfig: pipefail).
+jem=$(ldconfig -p | awk '!found && $1 == "libjemalloc.so.2" && /x86-64/ { print $NF; found = 1 }')
 
 if [ "$quick" = 1 ]; then
   runs=7 mixed_ops=10000000 deep_ops=50000 deep_runs=5 pairs_n1=100000 pairs_n2=300000
