@@ -12,7 +12,7 @@
  *   range-check   the same loop plus design 2's test, one subtraction and
  *                 compare against an allocprof-owned address range
  *   filter-check  the same loop plus what the runtime's free does: the
- *                 counter of the pointer's 64 KiB granule in the set's
+ *                 counter of the pointer's 4 KiB granule in the set's
  *                 filter, and the set lookup when it is nonzero (the LIVE
  *                 entries count in it, spread over the same 1 GiB)
  *   insert-remove N insert+remove pairs on top of LIVE entries (the cost a

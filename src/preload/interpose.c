@@ -5,7 +5,7 @@
  * rules"): an allocation subtracts its size from the thread's sampler
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
  * tail-calls the allocator underneath. A free loads the counter of the
- * pointer's 64 KiB granule in the sampled set's filter (sampled_set.h),
+ * pointer's 4 KiB granule in the sampled set's filter (sampled_set.h),
  * where allocprof's own range (design 2, region.h) is claimed and every
  * sampled block the allocator holds (design 1) is counted, and, almost
  * always at zero, tail-calls the real free. Pointers of nonzero granules go

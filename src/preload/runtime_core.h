@@ -140,10 +140,12 @@ uint64_t rt_underlying_usable(uint64_t size);
 const char *rt_underlying_usable_way(void);
 extern RT_HIDDEN sampled_set rt_set;
 /*
- * The free() fast path's one test: the counter of p's 64 KiB granule in
+ * The free() fast path's one test: the counter of p's 4 KiB granule in
  * the sampled set's filter (sampled_set.h), rt_set_filter, in the
- * runtime's .bss (2 MiB of address space, of which a page is touched per
- * 128 MiB window of address space in use). Zero: p is the allocator's
+ * runtime's .bss (2 MiB of address space, folding addresses every 4 GiB;
+ * a page of it is written only for an 8 MiB window where allocprof's range
+ * or a sampled block of the set lies, reads of the others map the zero
+ * page). Zero: p is the allocator's
  * alone. Nonzero: p may be allocprof's, and rt_classify asks the range and
  * the set. Two kinds of granules are nonzero:
  * - allocprof's own range (design 2, region.h): the bootstrap pool and the
@@ -155,8 +157,8 @@ extern RT_HIDDEN sampled_set rt_set;
  *   range=0 or no region), each counted before it is returned.
  * So a pointer's owner sees the count that matters for it (a stale read
  * by anyone else cannot concern its pointer). The array is a plain object,
- * not _Atomic, so free is mov, shr, and, lea, cmpw mem, jne, jmp
- * (7 instructions).
+ * not _Atomic, so free is mov (32-bit), shr, lea, cmpw mem, jne, jmp
+ * (6 instructions).
  */
 extern RT_HIDDEN uint16_t rt_set_filter[SET_FILTER_SIZE];
 extern RT_HIDDEN region rt_region;

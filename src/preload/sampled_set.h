@@ -32,8 +32,9 @@
  *
  * A set may carry a granule filter (the runtime's does): SET_FILTER_SIZE
  * 16-bit counters, counter set_filter_index(p) counting the live keys whose
- * 64 KiB granule (p >> SET_FILTER_SHIFT, folded onto the table every
- * 64 GiB) is p's. It is what lets free() skip the set for almost every
+ * 4 KiB granule (the low 32 bits of p >> SET_FILTER_SHIFT: the table
+ * folds the address space every 4 GiB, which is what makes the index two
+ * instructions, a 32-bit move and a shift) is p's. It is what lets free() skip the set for almost every
  * pointer with one load: a zero counter means no key can be p. Writers
  * update it under the set's mutex, after storing the key on insert and
  * before clearing it on remove, with relaxed atomic stores; a reader is only
@@ -41,7 +42,8 @@
  * a nonzero counter while p is in the set. A counter at 65535 stays there
  * for good, which only costs lookups: set_filter_claim puts the granules of
  * the runtime's own range there, and counting could only get there through
- * aliases 64 GiB apart (a granule holds at most 4096 blocks of 16 bytes).
+ * hundreds of aliases 4 GiB apart (a granule holds at most 256 blocks of
+ * 16 bytes).
  */
 #ifndef AP_PRELOAD_SAMPLED_SET_H
 #define AP_PRELOAD_SAMPLED_SET_H
@@ -93,13 +95,13 @@ typedef struct sampled_set {
 	uint16_t *filter;           /* NULL, or SET_FILTER_SIZE counters */
 } sampled_set;
 
-/* The granule filter (above): 2^20 counters of 64 KiB granules. */
-#define SET_FILTER_SHIFT 16u
-#define SET_FILTER_SIZE ((size_t)1 << 20)
+/* The granule filter (above): 2^20 counters of 4 KiB granules. */
+#define SET_FILTER_SHIFT 12u
+#define SET_FILTER_SIZE ((size_t)1 << (32 - SET_FILTER_SHIFT))
 
 static inline size_t set_filter_index(uintptr_t p)
 {
-	return (size_t)(p >> SET_FILTER_SHIFT) & (SET_FILTER_SIZE - 1);
+	return (size_t)((uint32_t)p >> SET_FILTER_SHIFT);
 }
 
 /* The empty table every set starts from (capacity 2, never written). */
