@@ -110,7 +110,7 @@ static void *boot_malloc(size_t n)
 
 static void boot_free(void *p)
 {
-	/* Pool blocks never get here (free's range test catches them). */
+	/* Pool blocks never get here (free's filter test catches them). */
 	if (boot_try_init())
 		rt_real.free(p);
 }
