@@ -38,7 +38,8 @@ typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
  * mincore or madvise at its free, and warm-cache budget, where the
  * allocator reuses its own warm memory for it (malloc_workload_bench
  * mixed, 10M operations: 3600 mincore and 740 madvise calls at 4 and 7.5 us
- * each, 20 ms of the 45 ms its 14,000 samples cost, went to 0 and 5). And
+ * each, 20 ms of the 45 ms its 14,000 samples cost, went to under 10 of
+ * each). And
  * it is 16 times the filter's granule (a page), so the pointers the filter
  * sends to the slow path for nothing (blocks starting in the page where a
  * live sampled block starts) span at most 1/16 of the sampled blocks'

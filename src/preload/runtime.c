@@ -458,11 +458,16 @@ void *rt_realloc_sampled(void *p, size_t n)
 
 /* ---- the region: sampled blocks of design 2 -------------------------- */
 
+/* Is a block of n bytes one the range may hold (below range_max)? */
+static bool below_range_max(size_t n)
+{
+	return rt.opt.range_max == 0 || n < rt.opt.range_max;
+}
+
 /* Does the region serve a sampled block of n bytes? */
 static bool region_serves(size_t n)
 {
-	return rt_tls.sampler.rate >= RT_REGION_MIN_RATE &&
-	       (rt.opt.range_max == 0 || n < rt.opt.range_max);
+	return rt_tls.sampler.rate >= RT_REGION_MIN_RATE && below_range_max(n);
 }
 
 void *rt_region_alloc(size_t n, size_t align, bool zero)
@@ -574,12 +579,9 @@ void *rt_realloc_range(void *p, size_t n)
 	/* Grown to range_max or more, the block leaves the range, as such a
 	 * block would be allocated (rt_region_alloc); below it, room to double
 	 * (but not past range_max) saves copies. */
-	uint64_t max = rt.opt.range_max;
-	bool stays = max == 0 || n < max;
+	bool stays = below_range_max(n);
 	if (!stays || !region_resize(&rt_region, p, n, NULL)) {
-		size_t room = 2 * old;
-		if (max && room >= max)
-			room = (size_t)max - 1;
+		size_t room = below_range_max(2 * old) ? 2 * old : (size_t)rt.opt.range_max - 1;
 		q = stays ? region_alloc_run(&rt_region, n, 0, false, room, NULL) : NULL;
 		if (!q)
 			q = rt_real.malloc(n);

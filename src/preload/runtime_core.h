@@ -145,9 +145,8 @@ extern RT_HIDDEN sampled_set rt_set;
  * runtime's .bss (2 MiB of address space, folding addresses every 4 GiB;
  * a page of it is written only for an 8 MiB window where allocprof's range
  * or a sampled block of the set lies, reads of the others map the zero
- * page). Zero: p is the allocator's
- * alone. Nonzero: p may be allocprof's, and rt_classify asks the range and
- * the set. Two kinds of granules are nonzero:
+ * page). Zero: p is the allocator's alone. Nonzero: p may be allocprof's,
+ * and rt_classify asks the range and the set. Two kinds of granules are nonzero:
  * - allocprof's own range (design 2, region.h): the bootstrap pool and the
  *   region serving sampled blocks below range_max, whose granules are
  *   claimed (saturated for good) before any of their pages is handed out;
@@ -235,7 +234,6 @@ enum rt_owner rt_classify(const void *p);
  * block) that a page each would multiply the program's memory.
  */
 #define RT_REGION_MIN_RATE ((uint64_t)16384)
-
 
 /*
  * Between rt_sample_begin and rt_sample_end: a block of n bytes aligned to

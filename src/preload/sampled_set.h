@@ -34,8 +34,9 @@
  * 16-bit counters, counter set_filter_index(p) counting the live keys whose
  * 4 KiB granule (the low 32 bits of p >> SET_FILTER_SHIFT: the table
  * folds the address space every 4 GiB, which is what makes the index two
- * instructions, a 32-bit move and a shift) is p's. It is what lets free() skip the set for almost every
- * pointer with one load: a zero counter means no key can be p. Writers
+ * instructions, a 32-bit move and a shift) is p's. It is what lets free()
+ * skip the set for almost every pointer with one load: a zero counter
+ * means no key can be p. Writers
  * update it under the set's mutex, after storing the key on insert and
  * before clearing it on remove, with relaxed atomic stores; a reader is only
  * ever asked about its own pointer, whose insert happened-before, so it sees
