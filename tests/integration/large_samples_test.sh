@@ -22,12 +22,12 @@
 PROG=$AP_PROGDIR/large_samples
 [ -x "$PROG" ] || fail "not built: $PROG"
 
-# run TAG PRELOAD OPTIONS: leaves "live N range M" in $TMP/TAG.out and the
+# run TAG PRELOAD [OPTIONS]: leaves "live N range M" in $TMP/TAG.out and the
 # profile in $TMP/TAG.pb.gz; checks the per-site counts.
 run() {
-	local tag=$1 pre=$2 opts=$3
+	local tag=$1 pre=$2 opts=${3:+$3,}
 	bounded 120 env LD_PRELOAD="$pre" \
-		ALLOCPROF_OPTIONS="rate=16384,seed=11,$opts,output=$TMP/$tag.pb.gz" \
+		ALLOCPROF_OPTIONS="rate=16384,seed=11,${opts}output=$TMP/$tag.pb.gz" \
 		"$PROG" >"$TMP/$tag.out" 2>"$TMP/$tag.err" || fail "$tag: failed: $(head -5 "$TMP/$tag.err")"
 	[ ! -s "$TMP/$tag.err" ] || fail "$tag: stderr: $(head -5 "$TMP/$tag.err")"
 	grep -q '^live 400 range ' "$TMP/$tag.out" || fail "$tag: $(cat "$TMP/$tag.out")"
@@ -50,7 +50,7 @@ for f in want:
 PY
 }
 
-run glibc "$LIB" "verbose=0"
+run glibc "$LIB"
 grep -q '^live 400 range 0$' "$TMP/glibc.out" ||
 	fail "glibc: kept blocks came from the range: $(cat "$TMP/glibc.out")"
 run glibc_all "$LIB" "range_max=0"
@@ -60,6 +60,6 @@ grep -q '^live 400 range 400$' "$TMP/glibc_all.out" ||
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")
 	[ -n "$alloc" ] || continue
-	run "${soname%%.so*}" "$LIB $alloc" "verbose=0"
+	run "${soname%%.so*}" "$LIB $alloc"
 done
 echo "PASS: large sampled blocks stay with the allocator, counted exactly"
