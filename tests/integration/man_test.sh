@@ -36,6 +36,13 @@ checked=0
 for c in $cmds; do
   "$cli" "$c" --help > "$tmp/help" || fail "'allocprof $c --help' failed"
   checked=$((checked + 1))
+  # The help reads in an 80-column terminal: no line is wider, and no line
+  # has a run of spaces after its first word (a usage line whose string
+  # literals were joined without a newline).
+  wide=$(awk 'length($0) > 80' "$tmp/help" | head -1)
+  [ -z "$wide" ] || fail "'allocprof $c --help' has a line over 80 columns: $wide"
+  gap=$(grep -E '^ *[^ ].*[^ ] {12,}\[' "$tmp/help" | head -1 || true)
+  [ -z "$gap" ] || fail "'allocprof $c --help' has a broken usage line: $gap"
   for opt in $(grep -o -- '--[a-z][a-z-]*' "$tmp/help" | sort -u); do
     [ "$opt" = --help ] && continue
     grep -qF -- "${opt//-/\\-}" "$page" ||
