@@ -310,6 +310,14 @@ static int add_ring(ts_series *s, ap_profile *p, const ap_timeline *tl,
 			      path, ap_strerror(rc));
 	double rate = (double)(tl->period ? tl->period
 				: p->period > 0 ? (uint64_t)p->period : 1);
+	/* A filter (--focus, --ignore, a size range) can judge only the
+	 * listed sites: the ring's "other" has no stacks or sizes. The total
+	 * of a point is then its listed sites that pass (the view's own), and
+	 * one line says how much the filter could not see. */
+	const hv_options *ho = &s->opt.hv;
+	bool filtered = ho->focus || ho->ignore || ho->size_min > 0 ||
+			ho->size_max < UINT64_MAX;
+	double unseen = 0;
 	for (size_t i = 0; !rc && i < tl->npoints; i++) {
 		ap_profile view = *p;
 		view.samples = p->samples + first[i];
@@ -324,8 +332,18 @@ static int add_ring(ts_series *s, ap_profile *p, const ap_timeline *tl,
 		}
 		struct point *sp = &s->pts[s->npts - 1];
 		sp->p.partial = true;
-		sp->p.total = ring_total(&tl->points[i].total, rate,
-					 s->opt.hv.level);
+		if (!filtered)
+			sp->p.total = ring_total(&tl->points[i].total, rate,
+						 s->opt.hv.level);
+		else if (tl->points[i].other.space > unseen)
+			unseen = tl->points[i].other.space;
+	}
+	if (!rc && unseen > 0) {
+		char b[32];
+		ap_cli_format_bytes(unseen, AP_BYTES_FIXED, b, sizeof b);
+		ap_cli_error("the ring's unlisted sites (up to %s at a point) "
+			     "cannot be filtered and are left out of the "
+			     "totals", b);
 	}
 	if (ids)
 		free(ids[0]);

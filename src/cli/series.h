@@ -118,7 +118,8 @@ int ts_series_add_profile(ts_series *s, const ap_profile *p, double t_s,
  * instead (denser than the dumps; one line on stderr says so): each ring
  * point becomes a partial point (ts_point.partial) at its time since the
  * start, its listed sites keyed as the report keys them, its total the
- * ring's total (listed sites and "other"). Points are
+ * ring's total (listed sites and "other"; with a filter, which cannot
+ * see into "other", its listed sites that pass). Points are
  * ordered by sequence number and must have increasing times; a dump given
  * twice (same sequence and time) counts once. 0, or with one line in
  * err: AP_EINVAL for what the user must change (no profile, several

@@ -44,21 +44,46 @@ static int rank(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Per point, the sites not drawn summed into sel->other. */
+static void value_add(ts_value *to, const ts_value *v)
+{
+	to->bytes += v->bytes;
+	to->var_bytes += v->var_bytes;
+	to->objects += v->objects;
+	to->var_objects += v->var_objects;
+}
+
+/*
+ * Per point, the sites not drawn summed into sel->other. A partial point
+ * (the runtime's timeline ring) lists only its largest sites; the rest
+ * are in its total alone (the ring's "other"), so they are added here as
+ * the total less every listed site, drawn or not, and the areas stack up
+ * to the total. Their variance is the total's less the listed sites'
+ * (sites are independent, so the variances add); both differences are
+ * clamped at 0 against rounding.
+ */
 static void sum_rest(const ts_series *s, const bool *drawn, tl_sel *sel)
 {
 	double level = ts_series_options(s)->hv.level;
 	for (size_t i = 0; i < ts_npoints(s); i++) {
 		ts_cell *o = &sel->other[i];
+		ts_value listed;
 		memset(o, 0, sizeof *o);
+		memset(&listed, 0, sizeof listed);
 		for (size_t j = 0; j < ts_nsites(s); j++) {
-			if (drawn[j])
-				continue;
 			ts_cell c = ts_cell_at(s, i, j);
-			o->v.bytes += c.v.bytes;
-			o->v.var_bytes += c.v.var_bytes;
-			o->v.objects += c.v.objects;
-			o->v.var_objects += c.v.var_objects;
+			value_add(&listed, &c.v);
+			if (!drawn[j])
+				value_add(&o->v, &c.v);
+		}
+		const ts_point *pt = ts_point_at(s, i);
+		double rest = pt->total.v.bytes - listed.bytes;
+		if (pt->partial && rest >= 0.5) { /* under a byte: rounding */
+			ts_value r = {rest,
+				      fmax(pt->total.v.var_bytes - listed.var_bytes, 0),
+				      fmax(pt->total.v.objects - listed.objects, 0),
+				      fmax(pt->total.v.var_objects - listed.var_objects, 0)};
+			value_add(&o->v, &r);
+			sel->unlisted = true;
 		}
 		ap_interval iv;
 		if (ap_ht_interval(o->v.bytes, o->v.var_bytes, level, &iv) == 0) {
@@ -184,6 +209,8 @@ int tl_write_json(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 	json_begin_object(&w);
 	json_key(&w, "sites");
 	json_uint(&w, sel->nrest);
+	json_key(&w, "unlisted");
+	json_bool(&w, sel->unlisted);
 	json_key(&w, "values");
 	json_begin_array(&w);
 	for (size_t i = 0; i < ts_npoints(s); i++)
@@ -220,9 +247,15 @@ int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 		}
 		fputc('\n', out);
 	}
-	if (sel->nrest)
+	if (sel->nrest && sel->unlisted)
+		fprintf(out, "other: %zu more site%s and those the ring did not "
+			"list\n", sel->nrest, sel->nrest == 1 ? "" : "s");
+	else if (sel->nrest)
 		fprintf(out, "other: %zu more site%s\n", sel->nrest,
 			sel->nrest == 1 ? "" : "s");
+	else if (sel->unlisted)
+		fputs("other: the sites the ring did not list\n", out);
+	bool other = sel->nrest || sel->unlisted;
 	fprintf(out, "\n%9s %10s %-22s", "time", "total",
 		level == 0.95 ? "[95% interval]" : "[interval]");
 	for (size_t k = 0; k < sel->n; k++) {
@@ -230,7 +263,7 @@ int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 		snprintf(col, sizeof col, "#%zu", k + 1);
 		fprintf(out, " %11s", col);
 	}
-	if (sel->nrest)
+	if (other)
 		fprintf(out, " %11s", "other");
 	fputc('\n', out);
 	for (size_t i = 0; i < ts_npoints(s); i++) {
@@ -244,7 +277,7 @@ int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 			ts_cell c = ts_cell_at(s, i, sel->site[k]);
 			fprintf(out, " %11s", bytes(c.v.bytes, b[0]));
 		}
-		if (sel->nrest)
+		if (other)
 			fprintf(out, " %11s", bytes(sel->other[i].v.bytes, b[0]));
 		fputc('\n', out);
 	}

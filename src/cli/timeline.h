@@ -22,6 +22,8 @@ typedef struct tl_sel {
 	size_t *site;     /* series site indices, bottom of the stack first */
 	size_t n;
 	size_t nrest;     /* sites summed into "other" */
+	bool unlisted;    /* "other" also holds sites a ring point did not
+			     list (its total less its listed sites) */
 	ts_cell *other;   /* per point: the rest (interval: normal, from the
 			     summed variances) */
 } tl_sel;

@@ -159,6 +159,19 @@ static void attr_list(FILE *out, const char *name, const double *v, size_t n,
 	fputc('"', out);
 }
 
+/* What "other" holds, for its legend entry and tooltip. */
+static const char *other_what(const tl_sel *sel, char *buf, size_t n)
+{
+	const char *s = sel->nrest == 1 ? "" : "s";
+	if (sel->unlisted && sel->nrest)
+		snprintf(buf, n, "%zu site%s + unlisted", sel->nrest, s);
+	else if (sel->unlisted)
+		snprintf(buf, n, "sites the ring did not list");
+	else
+		snprintf(buf, n, "%zu site%s", sel->nrest, s);
+	return buf;
+}
+
 /* The drawn layers: values per point (bottom first; the last may be
  * "other"), their running sums for stacking. */
 struct layers {
@@ -171,7 +184,7 @@ static int layers_build(const ts_series *s, const tl_sel *sel,
 			struct layers *L)
 {
 	L->np = ts_npoints(s);
-	L->n = sel->n + (sel->nrest > 0);
+	L->n = sel->n + (sel->nrest > 0 || sel->unlisted);
 	size_t cells = (L->n + 1) * L->np;
 	L->b = calloc(cells, sizeof *L->b);
 	L->lo = calloc(cells, sizeof *L->lo);
@@ -226,7 +239,7 @@ static void area_title(const ts_series *s, const lk_result *lk,
 		       const tl_sel *sel, const struct layers *L, size_t k,
 		       FILE *out)
 {
-	char mx[32], last[32], rate[96];
+	char mx[32], last[32], rate[96], what[48];
 	double m = 0;
 	for (size_t i = 0; i < L->np; i++)
 		m = fmax(m, L->b[k * L->np + i]);
@@ -236,7 +249,7 @@ static void area_title(const ts_series *s, const lk_result *lk,
 	fputs("<title>", out);
 	txt_xml_escape(out, layer_name(s, sel, k), 0);
 	if (k >= sel->n)
-		fprintf(out, " (%zu sites)", sel->nrest);
+		fprintf(out, " (%s)", other_what(sel, what, sizeof what));
 	fprintf(out, "&#10;largest %s, at the end %s", mx, last);
 	const lk_row *row = k < sel->n ? tl_leak_row(lk, sel->site[k]) : NULL;
 	if (row && row->r.leak) {
@@ -360,12 +373,12 @@ static void write_legend(const ts_series *s, const lk_result *lk,
 			 const struct layers *L, FILE *out)
 {
 	double x = c->x1 + 24, y = c->y0 + 4;
-	char rate[96], other[64];
+	char rate[96], other[64], what[48];
 	fputs("<g id=\"legend\">\n", out);
 	for (size_t k = L->n; k-- > 0;) {
 		if (k >= sel->n) {
-			snprintf(other, sizeof other, "other (%zu site%s)",
-				 sel->nrest, sel->nrest == 1 ? "" : "s");
+			snprintf(other, sizeof other, "other (%s)",
+				 other_what(sel, what, sizeof what));
 			legend_entry(out, x, &y, TL_OTHER_FILL, other, NULL);
 			continue;
 		}

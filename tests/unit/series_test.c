@@ -349,6 +349,7 @@ AP_TEST(timeline_draws_leaks_first_and_sums_the_rest)
 	AP_CHECK_EQ_INT(tl_select(s, &r, 1, &sel), 0);
 	AP_CHECK_EQ_U64(sel.n, 1);
 	AP_CHECK_EQ_U64(sel.nrest, 2);
+	AP_CHECK(!sel.unlisted); /* dumps list every site */
 	AP_CHECK(!strcmp(ts_site_at(s, sel.site[0])->name, "grow"));
 	for (size_t i = 0; i < 5; i++)
 		AP_CHECK_EQ_U64(sel.other[i].v.bytes, 20000 + (i < 2 ? 192 : 0));
@@ -607,7 +608,64 @@ AP_TEST(a_single_dump_with_a_timeline_is_a_series_of_its_ring)
 			AP_CHECK_EQ_U64(r.rows[k].r.points, 3);
 			AP_CHECK_EQ_U64((uint64_t)r.rows[k].last_bytes, 20000);
 		}
+	/* The areas stack up to the ring's total. With every listed site
+	 * drawn, "other" is what the ring did not list: "early" (3 x 64 B)
+	 * everywhere, and "flat" (5 x 4000 B) where the cut left it out;
+	 * all exact, so its interval is the value itself. */
+	tl_sel sel;
+	AP_CHECK_EQ_INT(tl_select(s, &r, 0, &sel), 0);
+	AP_CHECK_EQ_U64(sel.n, 2);
+	AP_CHECK_EQ_U64(sel.nrest, 0);
+	AP_CHECK(sel.unlisted);
+	for (size_t i = 0; i < 6; i++) {
+		const ts_cell *o = &sel.other[i];
+		AP_CHECK_EQ_U64((uint64_t)(o->v.bytes + 0.5),
+				FLAT_LISTED(i) ? 192 : 20192);
+		AP_CHECK_EQ_U64((uint64_t)(o->v.objects + 0.5),
+				FLAT_LISTED(i) ? 3 : 8);
+		AP_CHECK(o->v.var_bytes == 0 && o->lo == o->v.bytes &&
+			 o->hi == o->v.bytes);
+	}
+	char *svg = render(s, &r, &sel, 0), *json = render(s, &r, &sel, 1),
+	     *txt = render(s, &r, &sel, 2);
+	AP_CHECK(svg && json && txt);
+	AP_CHECK(svg && strstr(svg, "other (sites the ring did not list)"));
+	AP_CHECK(json && strstr(json, "\"other\":{\"sites\":0,\"unlisted\":true,"));
+	AP_CHECK(txt && strstr(txt, "other: the sites the ring did not list\n"));
+	free(svg);
+	free(json);
+	free(txt);
+	tl_sel_free(&sel);
+	/* One site drawn (the leak first): "flat" joins the rest, which is
+	 * then the same 20192 B at every point. */
+	AP_CHECK_EQ_INT(tl_select(s, &r, 1, &sel), 0);
+	AP_CHECK_EQ_U64(sel.nrest, 1);
+	AP_CHECK(sel.unlisted);
+	for (size_t i = 0; i < 6; i++)
+		AP_CHECK_EQ_U64((uint64_t)(sel.other[i].v.bytes + 0.5), 20192);
+	txt = render(s, &r, &sel, 2);
+	AP_CHECK(txt && strstr(txt, "other: 1 more site and those the ring "
+				   "did not list\n"));
+	free(txt);
+	tl_sel_free(&sel);
 	lk_free(&r);
+	ts_series_free(s);
+	/* A filter sees only the listed sites (the ring's "other" has no
+	 * stacks): the totals are then those of the listed sites that pass,
+	 * and nothing is left over for "other". */
+	ts_options o;
+	ts_options_default(&o);
+	o.hv.focus = "^grow$";
+	s = NULL;
+	AP_CHECK_EQ_INT(ts_series_load(paths, 1, &o, &s, err, sizeof err), 0);
+	AP_CHECK(s);
+	for (size_t i = 0; s && i < ts_npoints(s); i++)
+		AP_CHECK_EQ_U64((uint64_t)(ts_point_at(s, i)->total.v.bytes + 0.5),
+				10000 * (i + 1));
+	AP_CHECK(s && tl_select(s, NULL, 0, &sel) == 0);
+	AP_CHECK(s && !sel.unlisted && sel.nrest == 0);
+	if (s)
+		tl_sel_free(&sel);
 	ts_series_free(s);
 	rmtree(d);
 }
