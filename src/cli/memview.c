@@ -126,6 +126,10 @@ void memview_print(FILE *out, const ap_memory *m, const char *trigger,
 	     "what the program holds in malloc'd blocks");
 	snprintf(note, sizeof note, "allocator's %s - allocated", s.footprint_kind);
 	line(out, "+ allocator overhead, free space", s.have_over, s.overhead, note);
+	double meta;
+	if (s.have_over && get(m, AP_MEM_ALLOC_METADATA, &meta))
+		line(out, "    of which the allocator's metadata", true, meta,
+		     "its own bookkeeping");
 	line(out, "+ allocprof's own", s.have_own, s.own, "arena, cached pages, tables");
 	line(out, "+ other anonymous memory", s.have_other, s.other,
 	     "mmap outside the allocator, stacks, data");

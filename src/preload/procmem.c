@@ -297,14 +297,27 @@ static void read_allocator(ap_memory *m)
 		je_stat(m, "stats.metadata", AP_MEM_ALLOC_METADATA);
 		break;
 	}
-	case ALLOC_TCMALLOC:
+	case ALLOC_TCMALLOC: {
 		memcpy(m->allocator, "tcmalloc", sizeof "tcmalloc");
 		tc_stat(m, "generic.current_allocated_bytes", AP_MEM_ALLOC_ALLOCATED);
 		tc_stat(m, "generic.heap_size", AP_MEM_ALLOC_MAPPED);
 		tc_stat(m, "generic.total_physical_bytes", AP_MEM_ALLOC_RESIDENT);
 		tc_stat(m, "tcmalloc.pageheap_unmapped_bytes", AP_MEM_ALLOC_RETAINED);
 		tc_stat(m, "tcmalloc.pageheap_free_bytes", AP_MEM_ALLOC_FREE);
+		/* gperftools has no metadata property, but its physical total
+		 * is the page heap's system bytes (heap_size) less the
+		 * unmapped ones plus its metadata: the difference is the
+		 * metadata (thread caches, span records), which grows in
+		 * steps of MiB that fragmentation must not be blamed for. */
+		uint64_t phys, heap, unmapped;
+		if (ap_memory_get(m, AP_MEM_ALLOC_RESIDENT, &phys) &&
+		    ap_memory_get(m, AP_MEM_ALLOC_MAPPED, &heap) &&
+		    ap_memory_get(m, AP_MEM_ALLOC_RETAINED, &unmapped) &&
+		    heap >= unmapped && phys >= heap - unmapped)
+			ap_memory_set(m, AP_MEM_ALLOC_METADATA,
+				      phys - (heap - unmapped));
 		break;
+	}
 	default:
 		break;
 	}

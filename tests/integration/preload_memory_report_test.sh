@@ -45,17 +45,27 @@ A = m["program_allocated_bytes"]
 need(abs(A - H) <= 0.01 * H + MiB, "allocated %d vs %d" % (A, H))
 # Overhead: the holes. Freed blocks that were sampled went back to
 # allocprof's range (runtime_cached_bytes), not to the allocator; jemalloc
-# counts its metadata as resident. The rest: glibc's top chunk and hole
+# and tcmalloc count their metadata as resident (tcmalloc's grows by 2 MiB
+# in some runs under load: taken from the record, not allowed for). The rest: glibc's top chunk and hole
 # headers, jemalloc's rounding of resident pages: 5% + 2 MiB.
 O = m["allocator_overhead_bytes"] + (m["runtime_cached_bytes"] or 0) \
     - (m["allocator_metadata_bytes"] or 0)
 need(abs(O - t["holes"]) <= 0.05 * t["holes"] + 2 * MiB,
      "overhead %d vs holes %d" % (O, t["holes"]))
-# Other anonymous memory: the mmap, plus stacks and data segments, minus
-# what the allocator's footprint overstates (jemalloc's resident is an
-# upper bound): 5% + 4 MiB.
-need(abs(m["other_anon_bytes"] - t["mmap"]) <= 0.05 * t["mmap"] + 4 * MiB,
-     "other anonymous %d vs mmap %d" % (m["other_anon_bytes"], t["mmap"]))
+# Other anonymous memory: the mmap plus stacks and data segments (at most
+# 5% + 4 MiB above it), minus what the allocator's footprint overstates.
+# jemalloc counts all of its metadata as resident, touched or not, so the
+# difference can fall short of the mmap by up to that metadata; the
+# metadata itself varies by 2 MiB between runs of this same program under
+# load (a second arena's base; seen with jemalloc alone too), which is why
+# the bound takes it from the record rather than a fixed allowance. Below
+# that, 5% + 1 MiB: glibc's untouched top pad and extents' tails.
+other = m["other_anon_bytes"]
+meta = m["allocator_metadata_bytes"] or 0
+need(other <= t["mmap"] * 1.05 + 4 * MiB,
+     "other anonymous %d above mmap %d" % (other, t["mmap"]))
+need(other + meta >= t["mmap"] * 0.95 - MiB,
+     "other anonymous %d + metadata %d below mmap %d" % (other, meta, t["mmap"]))
 need(m["anon_bytes"] + m["file_bytes"] + (m["shmem_bytes"] or 0) == m["rss_bytes"],
      "anon + file + shmem != rss")
 if bad:
