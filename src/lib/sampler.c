@@ -12,6 +12,8 @@
 
 #include <math.h>
 
+#include "apmath.h" /* log, log1p, expm1 without libm: this runs in malloc */
+
 /*
  * COUNT mode draws one gap per success inside an allocation. Past this many
  * expected successes the count is drawn in O(1) instead (see count_large).
@@ -25,7 +27,7 @@ static double log_q_for(uint64_t rate, ap_gap_kind gap)
 	/* Geometric: q = 1 - 1/R exactly, via log1p for accuracy at large R.
 	 * Exponential: floor(-R ln U) has P(>= k) = P(U <= e^(-k/R)) = e^(-k/R),
 	 * i.e. it is geometric with q = e^(-1/R); log q = -1/R. */
-	return gap == AP_GAP_GEOMETRIC ? log1p(-1.0 / r) : -1.0 / r;
+	return gap == AP_GAP_GEOMETRIC ? ap_log1p(-1.0 / r) : -1.0 / r;
 }
 
 static bool valid_kinds(ap_gap_kind gap, ap_sample_mode mode)
@@ -48,7 +50,7 @@ static double prob_raw(double log_q, uint64_t size)
 {
 	if (size == 0)
 		return 0.0;
-	return -expm1((double)size * log_q);
+	return -ap_expm1((double)size * log_q);
 }
 
 uint64_t ap_sampler_exact_threshold(uint64_t rate, ap_gap_kind gap)
@@ -61,7 +63,7 @@ uint64_t ap_sampler_exact_threshold(uint64_t rate, ap_gap_kind gap)
 	/* pi(Z) > P  <=>  q^Z < 1 - P  <=>  Z > log(1 - P) / log q. Start from
 	 * the real-valued root and settle the last unit against prob_raw itself,
 	 * so that the threshold agrees exactly with ap_sampler_prob. */
-	double root = log1p(-AP_SAMPLER_PASSTHROUGH_PROB) / log_q;
+	double root = ap_log1p(-AP_SAMPLER_PASSTHROUGH_PROB) / log_q;
 	uint64_t z = root < 1.0 ? 1 : (uint64_t)root;
 	while (prob_raw(log_q, z) <= AP_SAMPLER_PASSTHROUGH_PROB)
 		z++;
@@ -80,7 +82,7 @@ static uint64_t draw_gap(ap_sampler *s)
 {
 	if (s->rate == 1)
 		return 0;
-	double lu = log(ap_prng_uniform(&s->prng));
+	double lu = ap_log(ap_prng_uniform(&s->prng));
 	double g = s->gap == AP_GAP_GEOMETRIC ? lu / s->log_q
 					      : lu * -(double)s->rate;
 	if (!(g < (double)AP_SAMPLER_GAP_MAX))
@@ -98,7 +100,7 @@ static void apply_rate(ap_sampler *s, uint64_t rate)
 		s->byte_p = 1.0;
 	} else {
 		s->log_q = log_q_for(rate, s->gap);
-		s->byte_p = -expm1(s->log_q);
+		s->byte_p = -ap_expm1(s->log_q);
 	}
 	s->exact_min = s->passthrough ? ap_sampler_exact_threshold(rate, s->gap)
 				      : UINT64_MAX;
@@ -189,7 +191,8 @@ void ap_sampler_skip(ap_sampler *s, uint64_t n)
 
 /*
  * Successes among n further trials when n p is large: Binomial(n, p), drawn
- * from its normal approximation N(np, npq) (Box-Muller) and rounded. Used
+ * from its normal approximation N(np, npq) (Marsaglia's polar method: a
+ * point uniform in the unit disc, no trigonometry) and rounded. Used
  * only when np > COUNT_LOOP_MAX, where the binomial's skewness (about
  * 1/sqrt(np) < 0.03) is the whole error; the mean is exact up to rounding,
  * so count * R / size stays unbiased. Avoids size/R draws for, say, a
@@ -199,8 +202,13 @@ static uint64_t count_large(ap_sampler *s, uint64_t n)
 {
 	double np = (double)n * s->byte_p;
 	double sd = sqrt(np * (1.0 - s->byte_p));
-	double u1 = ap_prng_uniform(&s->prng), u2 = ap_prng_uniform(&s->prng);
-	double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2) /* 2 pi */;
+	double v1, v2, w;
+	do { /* accepted with probability pi/4 */
+		v1 = 2.0 * ap_prng_uniform(&s->prng) - 1.0;
+		v2 = 2.0 * ap_prng_uniform(&s->prng) - 1.0;
+		w = v1 * v1 + v2 * v2;
+	} while (w >= 1.0 || w == 0.0);
+	double z = v1 * sqrt(-2.0 * ap_log(w) / w);
 	double k = floor(np + sd * z + 0.5);
 	if (k < 0.0)
 		return 0;
@@ -272,7 +280,7 @@ void ap_sampler_sample(ap_sampler *s, size_t size, ap_sample_info *out)
  * (draw_gap's inverse transform at another rate; capped the same way). */
 static uint64_t draw_gap_at(ap_sampler *s, double log_q)
 {
-	double g = log(ap_prng_uniform(&s->prng)) / log_q;
+	double g = ap_log(ap_prng_uniform(&s->prng)) / log_q;
 	if (!(g < (double)AP_SAMPLER_GAP_MAX))
 		return AP_SAMPLER_GAP_MAX;
 	return (uint64_t)g;
@@ -288,7 +296,7 @@ void ap_sampler_sample_at(ap_sampler *s, size_t size, uint64_t rate,
 		ap_sampler_sample(s, size, out);
 		return;
 	}
-	double log_qc = log1p(-1.0 / (double)rate);
+	double log_qc = ap_log1p(-1.0 / (double)rate);
 	*out = (ap_sample_info){.size = z, .prob = z ? prob_raw(log_qc, z) : 0.0,
 			       .rate = rate};
 	c = (uint64_t)s->bytes_until_sample;

@@ -370,9 +370,12 @@ AP_TEST(passthrough_threshold_values)
 		for (int g = 0; g < 2; g++) {
 			uint64_t r = rates[i];
 			uint64_t t = ap_sampler_exact_threshold(r, (ap_gap_kind)g);
-			double lq = g == AP_GAP_GEOMETRIC ? log1p(-1.0 / (double)r) : -1.0 / (double)r;
-			AP_CHECK(-expm1((double)t * lq) > 0.99);
-			AP_CHECK(-expm1((double)(t - 1) * lq) <= 0.99);
+			/* the first size whose sampling probability, as the
+			 * sampler itself computes it (without passthrough),
+			 * exceeds 0.99: agreement to the last unit */
+			ap_sampler s = make(r, (ap_gap_kind)g, AP_SAMPLE_FIRST, false, 1);
+			AP_CHECK(ap_sampler_prob(&s, t) > 0.99);
+			AP_CHECK(ap_sampler_prob(&s, t - 1) <= 0.99);
 			/* ~ R ln 100 = 4.605 R for large R */
 			if (r >= 4096)
 				AP_CHECK_NEAR((double)t, (double)r * log(100.0), 1e-3, 0);
