@@ -39,11 +39,10 @@ static void runtime_cost(void *ctx, metrics_cost *out)
 	/* The runtime times its unwinding while the endpoint is on. */
 	out->have_unwind = true;
 	out->unwind_ns = atomic_load_explicit(&rt_unwind_ns, memory_order_relaxed);
-	/* The sampled set maps its tables outside the arena: a key and a
-	 * record per slot. The region's side table is touched at most up to
-	 * its bump pointer (an upper bound, read without its lock). */
-	out->extra_memory = (uint64_t)set_capacity(&rt_set) *
-			    (sizeof(uintptr_t) + sizeof(sample_rec)) +
+	/* The sampled set maps its tables outside the arena. The region's
+	 * side table is touched at most up to its bump pointer (an upper
+	 * bound, read without its lock). */
+	out->extra_memory = set_mapped_bytes(&rt_set) +
 			    (uint64_t)__atomic_load_n(&rt_region.bump, __ATOMIC_RELAXED) *
 			    sizeof(region_slot);
 }

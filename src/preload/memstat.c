@@ -38,9 +38,7 @@ void rt_memory_report(void)
 	pthread_mutex_lock(&rt.a.lock);
 	size_t arena_mapped = rt.a.mapped, arena_used = rt.a.in_use;
 	pthread_mutex_unlock(&rt.a.lock);
-	size_t set_bytes = set_capacity(&rt_set) > 1
-				   ? set_capacity(&rt_set) * (sizeof(uintptr_t) + sizeof(sample_rec))
-				   : 0;
+	size_t set_bytes = set_mapped_bytes(&rt_set);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;

@@ -327,8 +327,7 @@ static void read_allocator(ap_memory *m)
 
 static void read_runtime(ap_memory *m)
 {
-	uint64_t other = (uint64_t)set_capacity(&rt_set) *
-			 (sizeof(uintptr_t) + sizeof(sample_rec));
+	uint64_t other = set_mapped_bytes(&rt_set);
 	if (rt_region.size) {
 		region_lock(&rt_region);
 		uint64_t page = rt_region.page;

@@ -292,6 +292,17 @@ size_t set_capacity(const sampled_set *s)
 	return t->mask + 1;
 }
 
+size_t set_mapped_bytes(sampled_set *s)
+{
+	pthread_mutex_lock(&s->lock);
+	const set_table *t = set_current(s, memory_order_acquire);
+	size_t n = t == &set_empty_table ? 0 : t->map_len;
+	for (size_t i = 0; i < s->nretired; i++)
+		n += s->retired[i]->map_len;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 void set_lock_all(sampled_set *s)
 {
 	pthread_mutex_lock(&s->lock);

@@ -178,6 +178,10 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out);
 size_t set_size(const sampled_set *s);
 /* Capacity of the current table. */
 size_t set_capacity(const sampled_set *s);
+/* Bytes the set has mapped: its current table (none while it is the
+ * static empty one) and the retired tables kept for their grace period.
+ * Takes the writers' lock; not for a fork handler or a signal handler. */
+size_t set_mapped_bytes(sampled_set *s);
 
 /* Slots currently holding tombstones (for tests and statistics). */
 size_t set_tombstones(sampled_set *s);
