@@ -97,7 +97,7 @@ double ceil(double x)
 	double t = (double)(int64_t)x; /* toward zero: exact here */
 	if (t < x)
 		t += 1.0;
-	return t == 0 && x < 0 ? -0.0 : t;
+	return t == 0 ? __builtin_copysign(0.0, x) : t; /* -0 stays -0 */
 }
 
 /* Halfway cases away from zero. */
@@ -110,7 +110,7 @@ double round(double x)
 		t += 1.0;
 	else if (f <= -0.5)
 		t -= 1.0;
-	return t == 0 && x < 0 ? -0.0 : t;
+	return t == 0 ? __builtin_copysign(0.0, x) : t; /* -0 stays -0 */
 }
 
 long long llround(double x)
