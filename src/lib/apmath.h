@@ -1,13 +1,12 @@
 /*
- * apmath.h: the logarithm and exponential the sampler and the profile
- * writers need, computed here instead of by libm (internal to
- * liballocprof; not installed).
+ * apmath.h: the logarithm and exponential the sampler needs, computed
+ * here instead of by libm (internal to liballocprof; not installed).
  *
- * Why: they run inside the runtime's malloc (every gap draw takes a log)
- * and in the dump a terminating signal may trigger, where only
- * self-contained code is safe, and with them the runtime does not need
- * libm loaded at all: a C program that does not use libm itself is spared
- * its resident pages (about 0.5 MiB, src/preload/README.md "Fixed
+ * Why: the sampler calls them inside the runtime's malloc (every gap draw
+ * takes a log), where libm could only be reached by loading it at start-up
+ * (a dlopen inside malloc is not safe); with them the runtime does not
+ * need libm loaded at all: a C program that does not use libm itself is
+ * spared its resident pages (about 0.5 MiB, src/preload/README.md "Fixed
  * costs"). The interval estimates on the runtime's /metrics still use
  * libm, opened on first use (src/preload/interpose_libm.c).
  *

@@ -15,7 +15,6 @@
 
 #include "allocprof/codec.h"
 #include "allocprof/estimate.h"
-#include "apmath.h" /* expm1 without libm: dumps run in the runtime */
 #include "hash.h"
 
 #include <math.h>
@@ -535,7 +534,7 @@ static int unbias(struct hdec *d, const struct line *l, uint64_t n,
 		if (!s)
 			return fail(d, l, "%llu objects of 0 bytes cannot be "
 				    "unbiased", (unsigned long long)n);
-		double scale = 1.0 / -ap_expm1(-(fs / fn) / d->rate);
+		double scale = 1.0 / -expm1(-(fs / fn) / d->rate);
 		fn *= scale;
 		fs *= scale;
 	}
