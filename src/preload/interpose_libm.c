@@ -2,14 +2,14 @@
  * interpose_libm.c: the math functions the runtime's own code calls,
  * defined inside liballocprof_preload.so so that the runtime does not
  * need libm (no DT_NEEDED entry). A C program that does not use libm is
- * then not made to map it: about 0.5 MiB of resident pages, a quarter of
+ * then not made to map it: about 0.5 MiB of resident pages, a third of
  * the runtime's fixed memory cost (src/preload/README.md, "Fixed costs").
  *
  * Three kinds, by where they are called:
- *   - log, log1p, expm1: the sampler (inside malloc) and the profile
- *     writer (dumps, also at a terminating signal) call liballocprof's
- *     own ap_log, ap_log1p and ap_expm1 directly (src/lib/apmath.h);
- *     the statistics below get the same functions under libm's names;
+ *   - log, log1p, expm1: the sampler (inside malloc) calls liballocprof's
+ *     own ap_log, ap_log1p and ap_expm1 directly (src/lib/apmath.h); the
+ *     rest of the runtime's code gets the same functions under libm's
+ *     names;
  *   - exact and trivial ones (sqrt, sqrtl, fmin, fmax, ceil, round,
  *     llround): computed here;
  *   - the special functions of the interval estimates (exp, log2, cbrt,
@@ -116,10 +116,8 @@ double round(double x)
 long long llround(double x)
 {
 	double r = round(x);
-	if (r != r)
-		return INT64_MIN; /* glibc's result for NaN and overflow */
-	if (r >= 0x1p63 || r < -0x1p63)
-		return INT64_MIN;
+	if (!(r >= -0x1p63 && r < 0x1p63)) /* NaN or out of range */
+		return INT64_MIN; /* glibc's result */
 	return (long long)r;
 }
 
