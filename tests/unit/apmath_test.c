@@ -88,11 +88,15 @@ AP_TEST(log_log1p_expm1_are_within_one_ulp)
 		}
 		check_point(x, &wl, &wp, &we);
 	}
-	/* the edges of the branches, and 64 neighbours on each side */
+	/* the edges of the branches, and 64 neighbours on each side: log's
+	 * reduction into [sqrt(1/2), sqrt(2)], log1p's direct interval,
+	 * expm1's kernel interval, its switches of reconstruction where k
+	 * goes from 52 to 53 and from 1023 to 1024 ((k + 1/2) ln 2), its
+	 * overflow and its -1 */
 	const double edges[] = {1.0, 0.70710678118654752, 1.4142135623730951,
 				-0.29289321881345248, 0.41421356237309503,
 				0.34657359027997264, -0.34657359027997264,
-				36.04365338911715, 36.7368005696771, 709.0895657128241,
+				36.39022697939713, 709.436139303104,
 				709.782712893384, -38.0, DBL_MIN, 0x1p-1074, 1e-300,
 				-1e-300, 0x1p-54, -0x1p-54, 1e300, DBL_MAX};
 	for (size_t k = 0; k < sizeof edges / sizeof *edges; k++) {

@@ -101,6 +101,7 @@ AP_TEST(computed_functions_equal_libm_bit_for_bit)
 				0x1p64, 1e300, -1e300, HUGE_VAL, -HUGE_VAL,
 				(double)NAN, 4.9e-324, -4.9e-324, 1.0, -1.0};
 	size_t nfixed = sizeof fixed / sizeof *fixed;
+	AP_CHECK(isnan(t_sqrt(-1.0)));
 	for (size_t i = 0; i < 400000 + nfixed; i++) {
 		double x = i < nfixed ? fixed[i] : point(&g, (int)i);
 		double y = i < nfixed ? fixed[nfixed - 1 - i] : point(&g, (int)i + 1);
@@ -110,7 +111,6 @@ AP_TEST(computed_functions_equal_libm_bit_for_bit)
 			AP_CHECK_MSG(t_llround(x) == llround(x), "llround(%a)", x);
 		if (x >= 0 || x != x)
 			AP_CHECK_MSG(same(t_sqrt(x), sqrt(x)), "sqrt(%a)", x);
-		AP_CHECK(isnan(t_sqrt(-1.0)));
 		long double lx = (long double)fabs(x);
 		AP_CHECK_MSG(t_sqrtl(lx) == sqrtl(lx) || (isnan(x) && isnan(t_sqrtl(lx))),
 			     "sqrtl(%a)", fabs(x));
