@@ -126,6 +126,21 @@ int tl_select(const ts_series *s, const lk_result *lk, uint64_t top,
 	return 0;
 }
 
+const char *tl_other_what(const tl_sel *sel, bool terse, char *buf, size_t n)
+{
+	const char *s = sel->nrest == 1 ? "" : "s";
+	if (sel->nrest && sel->unlisted)
+		snprintf(buf, n, terse ? "%zu site%s + unlisted"
+				       : "%zu more site%s and those the ring did not list",
+			 sel->nrest, s);
+	else if (sel->unlisted)
+		snprintf(buf, n, "%s", terse ? "sites the ring did not list"
+					      : "the sites the ring did not list");
+	else
+		snprintf(buf, n, terse ? "%zu site%s" : "%zu more site%s", sel->nrest, s);
+	return buf;
+}
+
 void tl_sel_free(tl_sel *sel)
 {
 	free(sel->site);
@@ -233,7 +248,7 @@ static const char *bytes(double v, char *buf)
 int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 		  FILE *out)
 {
-	char head[160], b[3][32], rate[96];
+	char head[160], b[3][32], rate[96], what[80];
 	ts_describe(s, head, sizeof head);
 	double level = ts_series_options(s)->hv.level;
 	fprintf(out, "Live heap over time, %s\n\n", head);
@@ -247,15 +262,9 @@ int tl_write_text(const ts_series *s, const lk_result *lk, const tl_sel *sel,
 		}
 		fputc('\n', out);
 	}
-	if (sel->nrest && sel->unlisted)
-		fprintf(out, "other: %zu more site%s and those the ring did not "
-			"list\n", sel->nrest, sel->nrest == 1 ? "" : "s");
-	else if (sel->nrest)
-		fprintf(out, "other: %zu more site%s\n", sel->nrest,
-			sel->nrest == 1 ? "" : "s");
-	else if (sel->unlisted)
-		fputs("other: the sites the ring did not list\n", out);
-	bool other = sel->nrest || sel->unlisted;
+	bool other = tl_has_other(sel);
+	if (other)
+		fprintf(out, "other: %s\n", tl_other_what(sel, false, what, sizeof what));
 	fprintf(out, "\n%9s %10s %-22s", "time", "total",
 		level == 0.95 ? "[95% interval]" : "[interval]");
 	for (size_t k = 0; k < sel->n; k++) {

@@ -10,6 +10,7 @@
 #ifndef ALLOCPROF_CLI_TIMELINE_H
 #define ALLOCPROF_CLI_TIMELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,17 @@ typedef struct tl_sel {
 int tl_select(const ts_series *s, const lk_result *lk, uint64_t top,
 	      tl_sel *out);
 void tl_sel_free(tl_sel *sel);
+
+/* Whether "other" is drawn: sites left out, or sites the ring left out. */
+static inline bool tl_has_other(const tl_sel *sel)
+{
+	return sel->nrest > 0 || sel->unlisted;
+}
+
+/* What "other" holds, into buf: "3 more sites", "3 more sites and those
+ * the ring did not list", "the sites the ring did not list"; terse (for
+ * the SVG legend): "3 sites", "3 sites + unlisted", "sites the ring did not list". */
+const char *tl_other_what(const tl_sel *sel, bool terse, char *buf, size_t n);
 
 typedef struct tl_options {
 	const char *title; /* NULL: "Live heap over time" */

@@ -159,19 +159,6 @@ static void attr_list(FILE *out, const char *name, const double *v, size_t n,
 	fputc('"', out);
 }
 
-/* What "other" holds, for its legend entry and tooltip. */
-static const char *other_what(const tl_sel *sel, char *buf, size_t n)
-{
-	const char *s = sel->nrest == 1 ? "" : "s";
-	if (sel->unlisted && sel->nrest)
-		snprintf(buf, n, "%zu site%s + unlisted", sel->nrest, s);
-	else if (sel->unlisted)
-		snprintf(buf, n, "sites the ring did not list");
-	else
-		snprintf(buf, n, "%zu site%s", sel->nrest, s);
-	return buf;
-}
-
 /* The drawn layers: values per point (bottom first; the last may be
  * "other"), their running sums for stacking. */
 struct layers {
@@ -184,7 +171,7 @@ static int layers_build(const ts_series *s, const tl_sel *sel,
 			struct layers *L)
 {
 	L->np = ts_npoints(s);
-	L->n = sel->n + (sel->nrest > 0 || sel->unlisted);
+	L->n = sel->n + tl_has_other(sel);
 	size_t cells = (L->n + 1) * L->np;
 	L->b = calloc(cells, sizeof *L->b);
 	L->lo = calloc(cells, sizeof *L->lo);
@@ -249,7 +236,7 @@ static void area_title(const ts_series *s, const lk_result *lk,
 	fputs("<title>", out);
 	txt_xml_escape(out, layer_name(s, sel, k), 0);
 	if (k >= sel->n)
-		fprintf(out, " (%s)", other_what(sel, what, sizeof what));
+		fprintf(out, " (%s)", tl_other_what(sel, true, what, sizeof what));
 	fprintf(out, "&#10;largest %s, at the end %s", mx, last);
 	const lk_row *row = k < sel->n ? tl_leak_row(lk, sel->site[k]) : NULL;
 	if (row && row->r.leak) {
@@ -378,7 +365,7 @@ static void write_legend(const ts_series *s, const lk_result *lk,
 	for (size_t k = L->n; k-- > 0;) {
 		if (k >= sel->n) {
 			snprintf(other, sizeof other, "other (%s)",
-				 other_what(sel, what, sizeof what));
+				 tl_other_what(sel, true, what, sizeof what));
 			legend_entry(out, x, &y, TL_OTHER_FILL, other, NULL);
 			continue;
 		}
