@@ -29,8 +29,8 @@ start_prog nolibm rate=65536,seed=7
 # PID is timeout's; env execs the program, timeout's only child.
 prog=$(pgrep -P "$PID" | head -1)
 [ -n "$prog" ] || fail "no program process under timeout $PID"
-# Let it sample for a while (the log of every gap draw) and dump once by
-# signal (the profile writer's expm1), then look.
+# Let it sample for a while (a log for every gap draw) and serve a heap
+# profile (the profile writers), then look.
 sleep 1
 code=$(fetch /debug/pprof/heap "$HTMP/h.pb.gz")
 [ "$code" = 200 ] || fail "/debug/pprof/heap: status $code"

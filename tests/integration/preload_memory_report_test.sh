@@ -46,8 +46,9 @@ need(abs(A - H) <= 0.01 * H + MiB, "allocated %d vs %d" % (A, H))
 # Overhead: the holes. Freed blocks that were sampled went back to
 # allocprof's range (runtime_cached_bytes), not to the allocator; jemalloc
 # and tcmalloc count their metadata as resident (tcmalloc's grows by 2 MiB
-# in some runs under load: taken from the record, not allowed for). The rest: glibc's top chunk and hole
-# headers, jemalloc's rounding of resident pages: 5% + 2 MiB.
+# in some runs under load: taken from the record, not allowed for). The
+# rest: glibc's top chunk and hole headers, jemalloc's rounding of
+# resident pages: 5% + 2 MiB.
 O = m["allocator_overhead_bytes"] + (m["runtime_cached_bytes"] or 0) \
     - (m["allocator_metadata_bytes"] or 0)
 need(abs(O - t["holes"]) <= 0.05 * t["holes"] + 2 * MiB,
@@ -57,7 +58,7 @@ need(abs(O - t["holes"]) <= 0.05 * t["holes"] + 2 * MiB,
 # jemalloc counts all of its metadata as resident, touched or not, so the
 # difference can fall short of the mmap by up to that metadata; the
 # metadata itself varies by 2 MiB between runs of this same program under
-# load (a second arena's base; seen with jemalloc alone too), which is why
+# load (seen with jemalloc alone too: 2 of 30 runs), which is why
 # the bound takes it from the record rather than a fixed allowance. Below
 # that, 5% + 1 MiB: glibc's untouched top pad and extents' tails.
 other = m["other_anon_bytes"]
