@@ -521,8 +521,6 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 	return 0;
 }
 
-/* ---- writing ---------------------------------------------------------------- */
-
 /* ---- writing files --------------------------------------------------------- */
 
 /*
@@ -669,19 +667,27 @@ static char *read_maps(arena *a)
 	return buf;
 }
 
+/* Encodes, then destroys the profile before compressing: its tables and
+ * zlib's state would otherwise be resident together at the dump's peak
+ * (the profile's large blocks are unmapped when freed). */
 static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
 {
 	const ap_allocator *al = arena_allocator(in->a);
-	unsigned char *buf = NULL;
-	size_t len = 0;
-	int rc = ap_pprof_encode(p, true, al, &buf, &len);
+	unsigned char *raw = NULL, *buf = NULL;
+	size_t raw_len = 0, len = 0;
+	uint64_t time_ns = (uint64_t)p->time_nanos;
+	int rc = ap_pprof_encode(p, false, al, &raw, &raw_len);
+	ap_profile_destroy(p);
+	if (rc == 0) {
+		rc = ap_gzip_compress(raw, raw_len, 6, al, &buf, &len);
+		al->free(al->ctx, raw, raw_len);
+	}
 	if (rc == 0 && !in->no_file)
 		rc = dump_write_atomic(path, buf, len);
 	else if (rc != 0)
 		rt_log("cannot encode profile %s: %s", path, ap_strerror(rc));
 	if (rc == 0 && in->on_written)
-		in->on_written(buf, len, in->start_realtime_ns,
-			       (uint64_t)p->time_nanos);
+		in->on_written(buf, len, in->start_realtime_ns, time_ns);
 	if (buf)
 		al->free(al->ctx, buf, len);
 	return rc;
@@ -712,10 +718,9 @@ int dump_write_file(const dump_input *in, const char *path)
 		rt_log("cannot build profile %s: %s", path, ap_strerror(rc));
 		return rc;
 	}
-	if (in->format == RT_FORMAT_HEAPV2)
-		rc = write_heapv2(in, p, path);
-	else
-		rc = write_pprof(in, p, path);
+	if (in->format != RT_FORMAT_HEAPV2)
+		return write_pprof(in, p, path); /* destroys p */
+	rc = write_heapv2(in, p, path);
 	ap_profile_destroy(p);
 	return rc;
 }

@@ -29,7 +29,10 @@ static void fill(unsigned char *b, size_t n, uint64_t seed)
 
 AP_TEST(gzip_round_trip_sizes)
 {
-	static const size_t sizes[] = { 0, 1, 2, 100, 65536, 1 << 20 };
+	/* 511-513 and 32767-32769: either side of the smallest window and
+	 * of the largest, which ap_gzip_compress sizes to the input. */
+	static const size_t sizes[] = { 0, 1, 2, 100, 511, 512, 513, 32767,
+					32768, 32769, 65536, 1 << 20 };
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		size_t n = sizes[k];
 		unsigned char *in = malloc(n + 1);
@@ -189,6 +192,70 @@ AP_TEST(gzip_allocation_failure_at_every_point)
 	}
 	AP_CHECK(n > 1);
 	free(z);
+}
+
+/* An allocator that counts the bytes live at once (sizes from the calls). */
+struct peak_alloc {
+	size_t live, peak;
+};
+
+static void *pa_alloc(void *ctx, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += n;
+	if (c->live > c->peak)
+		c->peak = c->live;
+	return malloc(n ? n : 1);
+}
+
+static void *pa_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += new_n - old_n;
+	if (c->live > c->peak)
+		c->peak = c->live;
+	return realloc(p, new_n ? new_n : 1);
+}
+
+static void pa_free(void *ctx, void *p, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live -= n;
+	free(p);
+}
+
+/*
+ * The runtime compresses its profile at exit, when the program may be at
+ * its peak, so zlib's state is sized to the input: (4 << wbits) bytes of
+ * window and hash chains with the window just covering the input (512 B
+ * to 32 KiB), plus 2 x 16 KiB of hash heads and pending output at
+ * memLevel 6, plus zlib's deflate_state (under 6 KiB) and the output
+ * buffer (deflateBound: the input plus under 1%). zlib's defaults
+ * (32 KiB window, memLevel 8) take 256 KiB whatever the input, and the
+ * output buffer used to be rounded up to a power of two: 4 KB peaked at
+ * 266 KiB, 40 KB at about 326 KiB.
+ * Bounds: 4000 B -> 16 + 32 + 6 + 4 = 58 KiB, checked against 64 KiB;
+ * 40000 B -> 128 + 32 + 6 + 40 = 206 KiB, checked against 224 KiB.
+ */
+AP_TEST(gzip_state_is_sized_to_the_input)
+{
+	static const size_t sizes[] = { 4000, 40000 };
+	static const size_t bound[] = { 64 << 10, 224 << 10 };
+	for (size_t k = 0; k < 2; k++) {
+		unsigned char *in = malloc(sizes[k]);
+		AP_CHECK(in != NULL);
+		fill(in, sizes[k], 7 + k);
+		struct peak_alloc c = { 0, 0 };
+		ap_allocator a = { pa_alloc, pa_realloc, pa_free, &c };
+		unsigned char *z;
+		size_t zlen;
+		AP_CHECK_EQ_INT(ap_gzip_compress(in, sizes[k], 6, &a, &z, &zlen), 0);
+		AP_CHECK(c.peak > sizes[k]); /* the count saw the state */
+		AP_CHECK(c.peak <= bound[k]);
+		a.free(a.ctx, z, zlen + 1);
+		AP_CHECK_EQ_U64(c.live, 0);
+		free(in);
+	}
 }
 
 static const char *const rfc4648[][2] = {

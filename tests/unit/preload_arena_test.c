@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "aptest.h"
 #include "arena.h"
@@ -45,6 +46,54 @@ AP_TEST(freed_blocks_are_reused_and_come_back_zeroed)
 	for (size_t i = 0; i < 90; i++)
 		AP_CHECK(q[i] == 0);
 	arena_free(&a, NULL); /* allowed */
+	arena_destroy(&a);
+}
+
+/* A reused block is zero over its whole class, not just the bytes asked
+ * for: arena_realloc grows in place up to arena_block_size. */
+AP_TEST(reused_blocks_are_zero_over_their_whole_class)
+{
+	arena a;
+	arena_init(&a);
+	unsigned char *p = arena_alloc(&a, 3000); /* class 4 KiB */
+	size_t cap = arena_block_size(p);
+	AP_CHECK(cap >= 3000);
+	memset(p, 0x5a, cap);
+	arena_free(&a, p);
+	unsigned char *q = arena_alloc(&a, 2100); /* same class */
+	AP_CHECK(q == p);
+	for (size_t i = 0; i < cap; i++)
+		AP_CHECK(q[i] == 0);
+	arena_destroy(&a);
+}
+
+/* A block cut fresh from a chunk is not written: the pages of its class
+ * the caller never reaches stay out of the process's resident set (the
+ * runtime's dump asks for many sizes just over a power of two). */
+AP_TEST(fresh_blocks_leave_unused_pages_untouched)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	AP_CHECK(ps > 0);
+	arena a;
+	arena_init(&a);
+	unsigned char *p = arena_alloc(&a, 32 * 1024 + 1); /* class 64 KiB */
+	size_t cap = arena_block_size(p);
+	AP_CHECK(cap >= 60 * 1024);
+	/* Pages wholly past the request, before anything reads them. */
+	uintptr_t from = ((uintptr_t)p + 32 * 1024 + 1 + (uintptr_t)ps - 1) &
+			 ~((uintptr_t)ps - 1);
+	uintptr_t to = ((uintptr_t)p + cap) & ~((uintptr_t)ps - 1);
+	AP_CHECK(to > from);
+	size_t pages = (to - from) / (size_t)ps;
+	unsigned char vec[64];
+	AP_CHECK(pages <= sizeof vec);
+	AP_CHECK_EQ_INT(mincore((void *)from, to - from, vec), 0);
+	size_t resident = 0;
+	for (size_t i = 0; i < pages; i++)
+		resident += vec[i] & 1;
+	AP_CHECK_EQ_U64(resident, 0);
+	for (size_t i = 0; i < cap; i++) /* and they read as zero */
+		AP_CHECK(p[i] == 0);
 	arena_destroy(&a);
 }
 
