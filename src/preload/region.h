@@ -38,9 +38,9 @@
  * The warm cache is sized by what the program's sampling uses, not fixed:
  * - Budget: warm pages plus slack (below) stay within
  *   region_cache_limit = max(cache_floor, committed / cache_share) pages:
- *   a small floor (REGION_CACHE_FLOOR, 256 KiB) and otherwise 1/64 of
+ *   a small floor (REGION_CACHE_FLOOR, 128 KiB) and otherwise 1/64 of
  *   the pages of the live sampled blocks, themselves part of the
- *   program's heap. So the cache never costs more than 256 KiB or 1.6%
+ *   program's heap. So the cache never costs more than 128 KiB or 1.6%
  *   of the heap.
  * - Eviction is least recently freed first: a freed run is kept (newest),
  *   and the oldest warm runs give their pages back until the budget holds;
@@ -105,15 +105,20 @@
 #define REGION_NCLASSES 48u /* then 32, 64, ... pages: 2^(5+k) */
 /* The warm cache's budget (see above): at least REGION_CACHE_FLOOR bytes,
  * 1/REGION_CACHE_SHARE of the live blocks' pages when that is more. The
- * floor is what a small program pays: bench/suites/memory.sh measured
- * the runtime's other costs (its code, libm's and libunwind's pages) at
- * about 1.6-1.8 MiB of the 2 MiB budget. With 1 MiB, 80% of the sampled
+ * floor is what a small program pays, against a budget of 2 MiB for all
+ * of the runtime (bench/suites/memory.sh). With 1 MiB, 80% of the sampled
  * blocks of malloc_workload_bench mixed reused a warm run, with 256 KiB
- * 65% (blocks of 256-512 KiB no longer fit), for 2000 and 3400 madvise
- * calls per 10,000 sampled blocks; python and sqlite peaked 0.9-1 MiB
- * lower without a floor than with 1 MiB. */
+ * 65%, when the range took blocks up to 512 KiB; python and sqlite peaked
+ * 0.9-1 MiB lower without a floor than with 1 MiB. Since the range takes
+ * blocks below 64 KiB only (range_max), 128 KiB holds two runs of the
+ * largest class. Going from 256 to 128 KiB (counts from verbose=1, one run
+ * each): malloc_workload_bench mixed 4000000 kept 99% warm reuse, madvise
+ * 0 -> 35 calls per 4100 samples; xthread_bench 400000 2 18 -> 59 per
+ * 1600; alloc_heavy.py under python 22 -> 39 per 330, its range's peak
+ * 452 -> 388 KiB. A 64 KiB floor took python's range to 356 KiB for 97,
+ * 176 and 87 madvise calls. */
 #ifndef REGION_CACHE_FLOOR
-#define REGION_CACHE_FLOOR ((size_t)256 << 10)
+#define REGION_CACHE_FLOOR ((size_t)128 << 10)
 #endif
 #define REGION_CACHE_SHARE 64u
 /* Freed blocks of this many pages or more are asked (mincore) how many of

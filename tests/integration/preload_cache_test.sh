@@ -9,13 +9,13 @@
 # /proc/self/smaps. Counting pages from smaps is deterministic; no time is
 # measured. The design's bound (src/preload/region.h):
 #   the live marker (1024 KiB)
-#   + the warm cache and slack, at most max(256 KiB, 1/64 of the live
-#     sampled pages) = 256 KiB here
+#   + the warm cache and slack, at most max(128 KiB, 1/64 of the live
+#     sampled pages) = 128 KiB here
 #   + the bootstrap pool at the range's start, at most 256 KiB
 #   + 64 KiB for small blocks the runtime or libc may have had sampled
 #     into the range (a page each at most; there are only a few)
-# = 1600 KiB (1280 measured). With the former fixed 16 MiB cache this read
-# 12 MiB.
+# = 1472 KiB (1028 measured; 1280 with the former 256 KiB floor). With
+# the former fixed 16 MiB cache this read 12 MiB.
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -33,14 +33,14 @@ echo "range resident after the churn: $rss KiB" >&2
 # the range used; and the live marker is in it.
 [ "$all" = 1 ] || fail "the churned blocks are not all in the marker's mapping (not sampled into the range?)"
 [ "$rss" -ge 1024 ] || fail "range mapping holds $rss KiB, less than the live 1 MiB marker"
-[ "$rss" -le 1600 ] || fail "range mapping holds $rss KiB after the churn, over the design's 1600 KiB"
+[ "$rss" -le 1472 ] || fail "range mapping holds $rss KiB after the churn, over the design's 1472 KiB"
 
 # The same churn with the runtime's own account: the cache never went past
-# its budget (256 KiB here: the live pages are far below 16 MiB).
+# its budget (128 KiB here: the live pages are far below 8 MiB).
 bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=16384,range_max=0,seed=5,verbose=1,dump_at_exit=0,dump_on=none" \
 	"$PROG" >"$TMP/out2" 2>"$TMP/err2" || fail "cache_churn (verbose) failed: $(cat "$TMP/err2")"
 line=$(grep -o 'memory: .*' "$TMP/err2" | tail -1)
 [ -n "$line" ] || fail "no memory line with verbose=1: $(cat "$TMP/err2")"
 peak=$(sed -n 's/.*cache_peak_kib=\([0-9]*\).*/\1/p' <<<"$line")
-[ "$peak" -le 256 ] || fail "cache peaked at $peak KiB, over its 256 KiB budget: $line"
+[ "$peak" -le 128 ] || fail "cache peaked at $peak KiB, over its 128 KiB budget: $line"
 echo "cache: ok ($line)"
