@@ -667,21 +667,29 @@ static char *read_maps(arena *a)
 	return buf;
 }
 
-/* Encodes, then destroys the profile before compressing: its tables and
- * zlib's state would otherwise be resident together at the dump's peak
- * (the profile's large blocks are unmapped when freed). */
-static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
+int dump_encode_gzip(ap_profile *p, const ap_allocator *al,
+		     unsigned char **out, size_t *len)
 {
-	const ap_allocator *al = arena_allocator(in->a);
-	unsigned char *raw = NULL, *buf = NULL;
-	size_t raw_len = 0, len = 0;
-	uint64_t time_ns = (uint64_t)p->time_nanos;
+	unsigned char *raw = NULL;
+	size_t raw_len = 0;
+	*out = NULL;
+	*len = 0;
 	int rc = ap_pprof_encode(p, false, al, &raw, &raw_len);
 	ap_profile_destroy(p);
 	if (rc == 0) {
-		rc = ap_gzip_compress(raw, raw_len, 6, al, &buf, &len);
-		al->free(al->ctx, raw, raw_len);
+		rc = ap_gzip_compress(raw, raw_len, 6, al, out, len);
+		al->free(al->ctx, raw, raw_len + 1);
 	}
+	return rc;
+}
+
+static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
+{
+	const ap_allocator *al = arena_allocator(in->a);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	uint64_t time_ns = (uint64_t)p->time_nanos;
+	int rc = dump_encode_gzip(p, al, &buf, &len); /* destroys p */
 	if (rc == 0 && !in->no_file)
 		rc = dump_write_atomic(path, buf, len);
 	else if (rc != 0)
@@ -689,7 +697,7 @@ static int write_pprof(const dump_input *in, ap_profile *p, const char *path)
 	if (rc == 0 && in->on_written)
 		in->on_written(buf, len, in->start_realtime_ns, time_ns);
 	if (buf)
-		al->free(al->ctx, buf, len);
+		al->free(al->ctx, buf, len + 1);
 	return rc;
 }
 

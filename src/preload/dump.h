@@ -80,6 +80,11 @@ int dump_build_profile(const dump_input *in, ap_profile **out);
 
 /* Build, encode and write atomically to path. 0, AP_EIO or AP_ENOMEM. */
 int dump_write_file(const dump_input *in, const char *path);
+/* p as gzip'd pprof in *out (*len bytes, from al), destroying p in every
+ * case: p is encoded and freed before zlib's state is allocated, so the
+ * profile's tables and the compressor are never resident together. */
+int dump_encode_gzip(ap_profile *p, const ap_allocator *al,
+		     unsigned char **out, size_t *len);
 
 /* Write (buf, len) to path atomically, mode 0600: through an unnamed
  * O_TMPFILE file linked into place where the file system has them (a

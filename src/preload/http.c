@@ -201,23 +201,22 @@ static int build_raw(http_server *s, arena *scratch, bool allocs, ap_profile **o
 /* Encode p (gzip'd pprof, or the legacy text) into body; destroys p. */
 static int encode_profile(ap_profile *p, arena *scratch, bool text, http_buf *body)
 {
-	int rc;
 	if (text) {
-		rc = http_pprof_text(p, NULL, body);
-	} else {
-		unsigned char *buf = NULL;
-		size_t len = 0;
-		const ap_allocator *al = arena_allocator(scratch);
-		rc = ap_pprof_encode(p, true, al, &buf, &len);
-		if (rc == 0) {
-			hb_put(body, buf, len);
-			if (hb_failed(body))
-				rc = AP_ENOMEM;
-		}
-		if (buf)
-			al->free(al->ctx, buf, len + 1);
+		int rc = http_pprof_text(p, NULL, body);
+		ap_profile_destroy(p);
+		return rc;
 	}
-	ap_profile_destroy(p);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	const ap_allocator *al = arena_allocator(scratch);
+	int rc = dump_encode_gzip(p, al, &buf, &len); /* destroys p */
+	if (rc == 0) {
+		hb_put(body, buf, len);
+		if (hb_failed(body))
+			rc = AP_ENOMEM;
+	}
+	if (buf)
+		al->free(al->ctx, buf, len + 1);
 	return rc;
 }
 
