@@ -5,11 +5,13 @@
 # writes OUT_DIR/runtime.json and prints the "## Runtime overhead" section.
 #
 # - Time ratios: the same workload plain and under the runtime at the default
-#   rate, as paired runs whose order alternates (plain first on odd pairs,
-#   profiled first on even ones) so drift on this shared machine hits both
-#   sides; the ratio is the median of the per-pair ratios. Two clocks: the
-#   workload loop (steady state, CPU time measured inside the program) and the whole
-#   process (wall time: start-up, unwinder warm-up and the final dump included).
+#   rate, in rounds that run every configuration of an allocator once (plain,
+#   profiled, profiled with nothing sampled, and over jemalloc its own
+#   profiler), the order rotated by one each round, so drift on this shared
+#   machine hits all of a round alike; each ratio is the median over rounds
+#   of that round's ratio. Two clocks: the workload loop (steady state, CPU
+#   time measured inside the program) and the whole process (wall time:
+#   start-up, unwinder warm-up and the final dump included).
 # - Instructions per non-sampled malloc+free pair: callgrind totals of the
 #   pairs kernel with N1 and N2 pairs, plain and under the runtime with a rate
 #   so large nothing is sampled: ((P(N2) - P(N1)) - (B(N2) - B(N1))) / (N2 - N1),
@@ -21,9 +23,12 @@
 #   malloc(64)+free, once per unwinder; the deep kernel (built without them)
 #   with libunwind, its default. (loop time under the runtime - plain loop
 #   time) / samples, medians of paired runs.
-# - Cost per sample at the default rate, page runs and all: from the mixed
-#   runs, (median profiled loop - median loop without sampling) / median
-#   samples recorded (the program prints the runtime's count).
+# - Cost per sample at the default rate, page runs and all: the median over
+#   rounds of (profiled loop - loop with nothing sampled) / samples recorded
+#   in that round (the program prints the runtime's count). Both runs of a
+#   difference share a round: with each configuration's runs in a block of
+#   its own, minutes apart, the estimate moved by 2x between runs of the
+#   suite (1.5 and 2.9 us over jemalloc, 3.9 and 1.8 us over glibc).
 # - Extra peak RSS: getrusage maxrss of the mixed workload, median profiled
 #   minus median plain.
 set -euo pipefail
@@ -89,19 +94,47 @@ paired() {
   done
 }
 
+# rounds BASE_ENV CONFIG=ENV... -- ARGS...: $runs rounds, each running the
+# plain program (BASE_ENV) and every CONFIG once, in an order rotated by one
+# each round. Line i of every file is round i: CONFIG's runs go to
+# $tmp/CONFIG.prof and the round's plain run to $tmp/CONFIG.base for each
+# CONFIG, so ratio and same_round_ns pair runs of one round.
+rounds() {
+  local base=$1
+  shift
+  local names=() envs=()
+  while [ "$1" != -- ]; do names+=("${1%%=*}"); envs+=("${1#*=}"); shift; done
+  shift
+  local k=$((${#names[@]} + 1)) i j c n
+  for n in "${names[@]}"; do rm -f "$tmp/$n.base" "$tmp/$n.prof"; done
+  rm -f "$tmp/round.base"
+  for i in $(seq 0 $((runs - 1))); do
+    for j in $(seq 0 $((k - 1))); do
+      c=$(((i + j) % k))
+      # shellcheck disable=SC2086 # the ENV strings are word lists on purpose
+      if [ "$c" = 0 ]; then
+        one_run round.base $base -- "$@"
+      else
+        one_run "${names[$((c - 1))]}.prof" ${envs[$((c - 1))]} -- "$@"
+      fi
+    done
+  done
+  for n in "${names[@]}"; do cp "$tmp/round.base" "$tmp/$n.base"; done
+}
 
 # ---- time ratios at the default rate ---------------------------------------
-paired glibc1 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1
+rounds "X=1" "glibc1=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" \
+  "glibcfast=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
+  -- mixed "$mixed_ops" 1
 paired glibc2 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 2
-configs="glibc1 glibc2"
+configs="glibc1 glibcfast glibc2"
 if [ -n "$jem" ]; then
-  paired jem1 "LD_PRELOAD=$jem" "LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 1
-  # The same with nothing sampled: the interposition's fixed cost alone,
-  # so the rest of jem1's overhead is what sampling costs.
-  paired jemfast "LD_PRELOAD=$jem" \
-    "LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" mixed "$mixed_ops" 1
-  paired jeprof1 "LD_PRELOAD=$jem" "LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
-    mixed "$mixed_ops" 1
+  # Nothing sampled (jemfast): the interposition's fixed cost alone, so the
+  # rest of jem1's overhead is what sampling costs.
+  rounds "LD_PRELOAD=$jem" "jem1=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" \
+    "jemfast=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
+    "jeprof1=LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
+    -- mixed "$mixed_ops" 1
   configs="$configs jem1 jemfast jeprof1"
 fi
 
@@ -146,14 +179,11 @@ for depth in $depths; do
     "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=1,unwinder=libunwind,$popts" deep "$deep_ops" "$depth"
   ns[nofp.$depth]=$(per_sample "deep.nofp.$depth" "$deep_ops")
 done
-# At the default rate: loop time above the same run without sampling
-# (jemalloc: rate 2^50; glibc: plain) per recorded sample, in ns.
-default_ns() { # default_ns PROF_FILE BASE_FILE
-  local p b n
-  p=$(col "$tmp/$1" 5 | median)
-  b=$(col "$tmp/$2" 5 | median)
-  n=$(col "$tmp/$1" 4 | median)
-  calc %.1f "($p - $b) * 1e9 / $n"
+# At the default rate: median over rounds of the loop time above the same
+# round's run with nothing sampled, per sample recorded in the round, in ns.
+same_round_ns() { # same_round_ns PROF_CONFIG FAST_CONFIG
+  paste -d' ' <(col "$tmp/$1.prof" 5) <(col "$tmp/$2.prof" 5) <(col "$tmp/$1.prof" 4) |
+    awk '{ printf "%.1f\n", ($1 - $2) * 1e9 / $3 }' | median
 }
 
 # ---- summary --------------------------------------------------------------------
@@ -167,20 +197,9 @@ done
 base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
 
-# Over jemalloc, sampling's share is the difference of two loop ratios
-# (profiled / plain and nothing-sampled / plain, each the median of its
-# own interleaved pairs), times the plain loop, per sample: the two sets
-# of pairs ran minutes apart, and a difference of their raw medians mixed
-# the machine's drift in (one run gave -50 ns).
-ratio_ns() { # ratio_ns CONFIG FAST_CONFIG
-  local b n
-  b=$(col "$tmp/$1.base" 5 | median)
-  n=$(col "$tmp/$1.prof" 4 | median)
-  calc %.1f "(${loop[$1]} - ${loop[$2]}) * $b * 1e9 / $n"
-}
-glibc_ns=$(default_ns glibc1.prof glibc1.base)
+glibc_ns=$(same_round_ns glibc1 glibcfast)
 jem_ns=nan
-[ -z "$jem" ] || jem_ns=$(ratio_ns jem1 jemfast)
+[ -z "$jem" ] || jem_ns=$(same_round_ns jem1 jemfast)
 mkdir -p "$out"
 {
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
@@ -194,7 +213,7 @@ mkdir -p "$out"
     "$pairs_n1" "$pairs_n2" "$ir_base" "$ir_prof" "$ir_extra"
   printf ' "per_sample_ns":{"ops":%s,"pairs":%s' "$deep_ops" "$deep_runs"
   for k in "${!ns[@]}"; do printf ',"%s":%s' "$k" "${ns[$k]}"; done
-  printf '},\n "default_rate_sample_ns":{"glibc1":%s' "$glibc_ns"
+  printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s' "$glibc_ns"
   [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s' "$jem_ns"
   printf '}}\n'
 } >"$out/runtime.json"
@@ -211,7 +230,8 @@ cat <<EOF
 \`liballocprof_preload.so\` under \`bench/malloc_workload_bench.c\` (mixed: a ring of 4096 live
 blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
 8-512 KiB (0.1%), writing its first and last byte; $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
-$runs interleaved pairs of profiled / plain; "loop" is the timed workload inside the
+$runs rounds of profiled / plain: a round runs the plain program and each configuration of
+its allocator once, the order rotated each round (2 threads: $runs interleaved pairs); "loop" is the timed workload inside the
 program (its CPU time, all threads: the other programs of a shared machine inflate wall
 times, not this), "process" the whole run's wall time including start-up and the final
 profile dump.
@@ -219,7 +239,8 @@ profile dump.
 | workload | plain loop | loop ratio | process ratio | target | extra peak RSS |
 |---|---|---|---|---|---|
 $(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict "${loop[glibc1]}" 1.05)")
-$(row glibc2 "glibc, 2 threads" "<= 1.05x: $(verdict "${loop[glibc2]}" 1.05)")
+$(row glibcfast "of which interposition alone: over glibc, nothing sampled (rate 2^50)" "-")
+$(row glibc2 "glibc, 2 threads (interleaved pairs of their own)" "<= 1.05x: $(verdict "${loop[glibc2]}" 1.05)")
 EOF
 if [ -n "$jem" ]; then
   cat <<EOF
@@ -257,7 +278,7 @@ frame pointers, so fp sees every level and libunwind takes its frame-pointer fas
 to libc's start of main; the last column is the same recursion built without them
 (\`deep\`), which libunwind alone unwinds.
 
-At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc
-(profiled loop CPU time - plain loop CPU time, per recorded sample: an upper bound, since the interposition's
-fixed cost is in it)$( [ -z "$jem" ] || echo "; $jem_ns ns per sample over jemalloc ((profiled / plain - nothing sampled / plain) x plain loop)").
+At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc"):
+the median over rounds of (profiled loop CPU time - nothing-sampled loop CPU time) / samples
+recorded, both runs from the same round.
 EOF
