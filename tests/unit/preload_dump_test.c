@@ -1,8 +1,9 @@
 /*
  * preload_dump_test.c: writing profile files (src/preload/dump.h): atomic
  * replacement with mode 0600, no temporary left behind on failure, a clear
- * error for an unwritable path, and a written pprof file that decodes back
- * to the values that went in.
+ * error for an unwritable path, a written pprof file that decodes back
+ * to the values that went in, and an encoding that never holds the
+ * profile and zlib's state at once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "allocprof/codec.h"
 #include "allocprof/profile.h"
 #include "aptest.h"
 #include "config.h"
@@ -121,4 +123,99 @@ AP_TEST(a_written_profile_decodes_to_the_recorded_values)
 	free(buf);
 	unlink(path);
 	rmdir(d);
+}
+
+/* An allocator counting the bytes live at once (sizes from the calls). */
+struct peak_alloc {
+	size_t live, peak;
+};
+
+static void *pa_alloc(void *ctx, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += n;
+	if (c->live > c->peak)
+		c->peak = c->live;
+	return malloc(n ? n : 1);
+}
+
+static void *pa_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += new_n - old_n;
+	if (c->live > c->peak)
+		c->peak = c->live;
+	return realloc(p, new_n ? new_n : 1);
+}
+
+static void pa_free(void *ctx, void *p, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live -= n;
+	free(p);
+}
+
+/*
+ * The dump at exit may land on the program's peak, so dump_encode_gzip
+ * encodes, frees the profile, and only then allocates zlib's state: its
+ * peak is that of encoding alone (the profile plus the growing encoded
+ * buffer), never that plus the compressor (about 166 KiB here). The
+ * profile, 3000 samples of 12 frames, is far larger than the compressor
+ * and its output, so compressing after the free stays under the encoding's
+ * peak; compressing with the profile alive would go past it.
+ */
+AP_TEST(encoding_frees_the_profile_before_compressing)
+{
+	struct peak_alloc c = { 0, 0 };
+	ap_allocator al = { pa_alloc, pa_realloc, pa_free, &c };
+	ap_profile *p = NULL;
+	AP_CHECK_EQ_INT(ap_profile_create(&al, &p), 0);
+	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 524288), 0);
+	enum { NLOC = 4000, NSAMP = 3000, DEPTH = 12 };
+	static uint64_t ids[NLOC];
+	for (int i = 0; i < NLOC; i++) {
+		ap_location loc;
+		memset(&loc, 0, sizeof loc);
+		loc.address = 0x400000 + 16 * (uint64_t)i;
+		AP_CHECK_EQ_INT(ap_profile_add_location(p, &loc, &ids[i]), 0);
+	}
+	int64_t vals[64];
+	AP_CHECK(p->nsample_types <= 64);
+	for (int i = 0; i < NSAMP; i++) {
+		uint64_t locs[DEPTH];
+		for (int k = 0; k < DEPTH; k++)
+			locs[k] = ids[(i * 7 + k * 331) % NLOC];
+		for (size_t v = 0; v < p->nsample_types; v++)
+			vals[v] = (int64_t)(i + 1) * 48;
+		AP_CHECK_EQ_INT(ap_profile_add_sample(p, locs, DEPTH, vals, NULL, 0), 0);
+	}
+	/* Reference: encoding alone, the profile alive. */
+	unsigned char *raw = NULL;
+	size_t raw_len = 0;
+	c.peak = c.live;
+	AP_CHECK_EQ_INT(ap_pprof_encode(p, false, &al, &raw, &raw_len), 0);
+	size_t encode_peak = c.peak;
+	al.free(al.ctx, raw, raw_len + 1);
+	AP_CHECK(c.live > 4 * (size_t)(200 << 10)); /* the profile dwarfs zlib */
+
+	unsigned char *gz = NULL;
+	size_t gz_len = 0;
+	c.peak = c.live;
+	AP_CHECK_EQ_INT(dump_encode_gzip(p, &al, &gz, &gz_len), 0);
+	AP_CHECK_MSG(c.peak <= encode_peak, "peak %zu > encoding's %zu", c.peak,
+		     encode_peak);
+	AP_CHECK_EQ_U64(c.live, gz_len + 1); /* only the output is left */
+	unsigned char *back = NULL;
+	size_t blen = 0;
+	AP_CHECK_EQ_INT(ap_gzip_decompress(gz, gz_len, 0, NULL, &back, &blen,
+					   NULL, 0), 0);
+	AP_CHECK_EQ_U64(blen, raw_len);
+	ap_profile *q = NULL;
+	char err[200] = "";
+	AP_CHECK_MSG(ap_pprof_decode(gz, gz_len, NULL, &q, err, sizeof err) == 0,
+		     "%s", err);
+	AP_CHECK_EQ_U64(q->nsamples, NSAMP);
+	ap_profile_destroy(q);
+	free(back);
+	al.free(al.ctx, gz, gz_len + 1);
 }
