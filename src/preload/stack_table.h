@@ -94,6 +94,9 @@ typedef struct stack_table {
 	table_totals tot;
 	ap_hist *hist_size;     /* requested sizes, HT-weighted */
 	ap_hist *hist_lifetime; /* ns from allocation to free, HT-weighted */
+	/* The table's recorders of the two: written under lock only, so one
+	 * writer at a time (snapshots of the histograms include them). */
+	ap_hist_recorder *rec_size, *rec_lifetime;
 	bool life_on;           /* per-site lifetime bins (lifebins.h) */
 } stack_table;
 
