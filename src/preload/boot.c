@@ -228,8 +228,21 @@ size_t boot_emu_usable(void *p)
 
 const void *boot_object_of(const void *addr)
 {
+	if (!addr)
+		return NULL;
+#ifdef AP_HAVE_DL_FIND_OBJECT
+	/* The loader's sorted table of objects: a binary search. dladdr
+	 * also looks for the nearest symbol, reading every dynamic symbol
+	 * of the object: 18 calls at start-up took 1.6 million instructions
+	 * over libc (callgrind). dlfo_map_start is dladdr's dli_fbase. */
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)(uintptr_t)addr, &fo) == 0)
+		return fo.dlfo_map_start;
+	return NULL;
+#else
 	Dl_info di;
-	return addr && dladdr(addr, &di) ? di.dli_fbase : NULL;
+	return dladdr(addr, &di) ? di.dli_fbase : NULL;
+#endif
 }
 
 static bool same_object(void *a, void *b)

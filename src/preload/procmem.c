@@ -214,8 +214,7 @@ static tc_prop_fn tc_prop;
 static void *in_object(const char *name, const void *base)
 {
 	void *sym = dlsym(RTLD_DEFAULT, name);
-	Dl_info di;
-	if (!sym || !dladdr(sym, &di) || di.dli_fbase != base)
+	if (!sym || boot_object_of(sym) != base)
 		return NULL;
 	return sym;
 }
@@ -234,12 +233,12 @@ static int resolve_allocator(void)
 	} else {
 		m = dlsym(RTLD_NEXT, "malloc");
 	}
-	Dl_info di, libc;
 	void *mi2;
 	kind = ALLOC_UNKNOWN;
-	if (m && dladdr(m, &di)) {
-		void *ctl = in_object("mallctl", di.dli_fbase);
-		void *tc = in_object("MallocExtension_GetNumericProperty", di.dli_fbase);
+	const void *home = boot_object_of(m);
+	if (home) {
+		void *ctl = in_object("mallctl", home);
+		void *tc = in_object("MallocExtension_GetNumericProperty", home);
 		void *own = (void *)mallinfo2;
 		memcpy(&mi2, &own, sizeof mi2);
 		if (ctl) {
@@ -248,7 +247,7 @@ static int resolve_allocator(void)
 		} else if (tc) {
 			memcpy(&tc_prop, &tc, sizeof tc);
 			kind = ALLOC_TCMALLOC;
-		} else if (dladdr(mi2, &libc) && libc.dli_fbase == di.dli_fbase) {
+		} else if (boot_object_of(mi2) == home) {
 			kind = ALLOC_GLIBC;
 		}
 	}
