@@ -55,9 +55,19 @@ void lifebins_add(arena *a, life_bins **pb, uint64_t t_ns, double w, uint64_t si
 		*pb = b;
 	}
 	uint32_t key = ap_hist_value_to_key(b->sigbits, t_ns);
-	uint32_t i = 0;
-	while (i < b->n && b->v[i].key < key) /* short: at most LIFE_BINS_MAX */
-		i++;
+	/* The first bin whose key is not below key: a binary search, since
+	 * a site whose blocks live for many different times holds up to
+	 * LIFE_BINS_MAX bins (6.4 KB, 100 cache lines), which a scan from
+	 * the first bin would read on every sampled free; 8 probes here.
+	 * (malloc_workload_bench's sites hold few bins: no change there.) */
+	uint32_t i = 0, hi = b->n;
+	while (i < hi) {
+		uint32_t mid = i + (hi - i) / 2;
+		if (b->v[mid].key < key)
+			i = mid + 1;
+		else
+			hi = mid;
+	}
 	if (i == b->n || b->v[i].key != key) {
 		if (b->n == LIFE_BINS_MAX && b->sigbits > 1) {
 			coarsen(b);
