@@ -39,3 +39,22 @@ shift_ci() {
     printf "%.0f %.0f %.0f %.3f\n", hl, d[w + 1], d[k - w], 1 - 2 * cum
   }' "$1" "$2"
 }
+
+# median_ci FILE: the sign test's distribution-free confidence interval for
+# the median of FILE's values (one a line, independent): [x_(k), x_(n+1-k)]
+# over the sorted values, k the largest with 2 P(Bin(n, 1/2) <= k - 1) <=
+# 0.05 (k = 1, the whole range, when even that exceeds it). Prints "low high
+# confidence" (21 values: x_(6) to x_(16), 0.973).
+median_ci() {
+  sort -g "$1" | awk '{ x[++n] = $1 }
+  END {
+    if (n == 0) { print "nan nan nan"; exit }
+    p = 0.5 ^ n; cum = p; k = 1 # cum = P(Bin(n, 1/2) <= k - 1)
+    while (k < (n + 1) / 2) {
+      p = p * (n - (k - 1)) / k # P(Bin = k)
+      if (2 * (cum + p) > 0.05) break
+      cum += p; k++
+    }
+    printf "%s %s %.3f\n", x[k], x[n + 1 - k], 1 - 2 * cum
+  }'
+}

@@ -54,6 +54,8 @@ trap 'rm -rf "$tmp"' EXIT
 popts="output=$tmp/p.%p.pb.gz"
 
 . "$(dirname "$0")/../lib/paired.sh" # median, col, ratio, calc
+# shellcheck source=bench/lib/shift.sh
+. "$(dirname "$0")/../lib/shift.sh" # median_ci
 
 # field KEY: value of KEY=... in the program's output line ($tmp/line).
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
@@ -187,15 +189,26 @@ same_round_ns() { # same_round_ns PROF_CONFIG FAST_CONFIG
 }
 
 # ---- summary --------------------------------------------------------------------
-declare -A loop wall rss_b rss_p
+declare -A loop wall rss_b rss_p lo hi
 for c in $configs; do
   loop[$c]=$(ratio "$c" 5)
   wall[$c]=$(ratio "$c" 1)
   rss_b[$c]=$(col "$tmp/$c.base" 3 | median)
   rss_p[$c]=$(col "$tmp/$c.prof" 3 | median)
+  # The loop ratio's interval: the sign test's for the median of the
+  # per-round (per-pair) ratios.
+  paste -d' ' <(col "$tmp/$c.prof" 5) <(col "$tmp/$c.base" 5) |
+    awk '{ printf "%.6f\n", $1 / $2 }' >"$tmp/$c.ratios"
+  read -r "lo[$c]" "hi[$c]" ci_conf < <(median_ci "$tmp/$c.ratios")
 done
 base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
+# verdict_ci CONFIG TARGET: met when the loop ratio's whole interval is
+# within TARGET, missed when all of it is over, undecided otherwise.
+verdict_ci() {
+  awk -v l="${lo[$1]}" -v h="${hi[$1]}" -v t="$2" \
+    'BEGIN { print (h <= t) ? "met" : (l > t) ? "**missed**" : "undecided" }'
+}
 
 glibc_ns=$(same_round_ns glibc1 glibcfast)
 jem_ns=nan
@@ -205,8 +218,8 @@ mkdir -p "$out"
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
   sep=""
   for c in $configs; do
-    printf '%s"%s":{"loop_ratio":%s,"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s}' \
-      "$sep" "$c" "${loop[$c]}" "${wall[$c]}" "$(base_ms "$c")" "${rss_b[$c]}" "${rss_p[$c]}"
+    printf '%s"%s":{"loop_ratio":%s,"loop_ratio_ci":[%s,%s],"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s}' \
+      "$sep" "$c" "${loop[$c]}" "${lo[$c]}" "${hi[$c]}" "${wall[$c]}" "$(base_ms "$c")" "${rss_b[$c]}" "${rss_p[$c]}"
     sep=","
   done
   printf '},\n "callgrind":{"n1":%s,"n2":%s,"base_ir_per_pair":%s,"prof_ir_per_pair":%s,"extra_ir_per_pair":%s},\n' \
@@ -221,8 +234,9 @@ mkdir -p "$out"
 row() { # row CONFIG LABEL TARGET
   local c=$1
   local extra_kb=$(( ${rss_p[$c]} - ${rss_b[$c]} ))
-  printf '| %s | %s ms | %sx | %sx | %s | %s KiB |\n' "$2" "$(base_ms "$c")" \
-    "$(calc %.3f "${loop[$c]}")" "$(calc %.3f "${wall[$c]}")" "$3" "$extra_kb"
+  printf '| %s | %s ms | %sx | %s-%s | %sx | %s | %s KiB |\n' "$2" "$(base_ms "$c")" \
+    "$(calc %.3f "${loop[$c]}")" "$(calc %.3f "${lo[$c]}")" "$(calc %.3f "${hi[$c]}")" \
+    "$(calc %.3f "${wall[$c]}")" "$3" "$extra_kb"
 }
 cat <<EOF
 ## Runtime overhead
@@ -231,20 +245,22 @@ cat <<EOF
 blocks, each operation frees one and allocates 16-256 B (90%), 256 B-8 KiB (9.9%) or
 8-512 KiB (0.1%), writing its first and last byte; $mixed_ops operations). Default rate (512 KiB). Ratios are medians over
 $runs rounds of profiled / plain: a round runs the plain program and each configuration of
-its allocator once, the order rotated each round (2 threads: $runs interleaved pairs); "loop" is the timed workload inside the
+its allocator once, the order rotated each round (2 threads: $runs interleaved pairs), with the
+sign test's $ci_conf confidence interval for the median of the loop ratios; a target is met when
+the whole interval is within it, missed when all of it is over, undecided otherwise; "loop" is the timed workload inside the
 program (its CPU time, all threads: the other programs of a shared machine inflate wall
 times, not this), "process" the whole run's wall time including start-up and the final
 profile dump.
 
-| workload | plain loop | loop ratio | process ratio | target | extra peak RSS |
-|---|---|---|---|---|---|
-$(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict "${loop[glibc1]}" 1.05)")
+| workload | plain loop | loop ratio | interval | process ratio | target | extra peak RSS |
+|---|---|---|---|---|---|---|
+$(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict_ci glibc1 1.05)")
 $(row glibcfast "of which interposition alone: over glibc, nothing sampled (rate 2^50)" "-")
-$(row glibc2 "glibc, 2 threads (interleaved pairs of their own)" "<= 1.05x: $(verdict "${loop[glibc2]}" 1.05)")
+$(row glibc2 "glibc, 2 threads (interleaved pairs of their own)" "<= 1.05x: $(verdict_ci glibc2 1.05)")
 EOF
 if [ -n "$jem" ]; then
   cat <<EOF
-$(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.05x: $(verdict "${loop[jem1]}" 1.05)")
+$(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.05x: $(verdict_ci jem1 1.05)")
 $(row jemfast "of which interposition alone: allocprof over jemalloc, nothing sampled (rate 2^50)" "-")
 $(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
 EOF
