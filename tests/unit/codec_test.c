@@ -194,36 +194,6 @@ AP_TEST(gzip_allocation_failure_at_every_point)
 	free(z);
 }
 
-/* An allocator that counts the bytes live at once (sizes from the calls). */
-struct peak_alloc {
-	size_t live, peak;
-};
-
-static void *pa_alloc(void *ctx, size_t n)
-{
-	struct peak_alloc *c = ctx;
-	c->live += n;
-	if (c->live > c->peak)
-		c->peak = c->live;
-	return malloc(n ? n : 1);
-}
-
-static void *pa_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
-{
-	struct peak_alloc *c = ctx;
-	c->live += new_n - old_n;
-	if (c->live > c->peak)
-		c->peak = c->live;
-	return realloc(p, new_n ? new_n : 1);
-}
-
-static void pa_free(void *ctx, void *p, size_t n)
-{
-	struct peak_alloc *c = ctx;
-	c->live -= n;
-	free(p);
-}
-
 /*
  * The runtime compresses its profile at exit, when the program may be at
  * its peak, so zlib's state is sized to the input: (4 << wbits) bytes of
@@ -245,8 +215,8 @@ AP_TEST(gzip_state_is_sized_to_the_input)
 		unsigned char *in = malloc(sizes[k]);
 		AP_CHECK(in != NULL);
 		fill(in, sizes[k], 7 + k);
-		struct peak_alloc c = { 0, 0 };
-		ap_allocator a = { pa_alloc, pa_realloc, pa_free, &c };
+		struct peak_alloc c;
+		ap_allocator a = pa_make(&c);
 		unsigned char *z;
 		size_t zlen;
 		AP_CHECK_EQ_INT(ap_gzip_compress(in, sizes[k], 6, &a, &z, &zlen), 0);

@@ -1,8 +1,9 @@
 /*
  * fmt_testutil.h: helpers shared by the profile, pprof, heap_v2 and codec
  * tests: an allocator that fails its N-th allocation and counts live blocks
- * (so every failure path is shown to leak nothing), semantic profile
- * equality, and small file helpers for writing sample files and corpora.
+ * (so every failure path is shown to leak nothing), one that counts the
+ * bytes live at once and their peak, semantic profile equality, and small
+ * file helpers for writing sample files and corpora.
  */
 #ifndef ALLOCPROF_FMT_TESTUTIL_H
 #define ALLOCPROF_FMT_TESTUTIL_H
@@ -64,6 +65,48 @@ static inline ap_allocator fa_make(struct fail_alloc *f, long fail_at)
 	memset(f, 0, sizeof *f);
 	f->fail_at = fail_at;
 	ap_allocator a = { fa_alloc, fa_realloc, fa_free, f };
+	return a;
+}
+
+/* Counts the bytes live at once, and their peak, from the sizes the
+ * callers pass (so it also checks that frees give the sizes allocated). */
+struct peak_alloc {
+	size_t live, peak;
+};
+
+static inline void pa_note(struct peak_alloc *c)
+{
+	if (c->live > c->peak)
+		c->peak = c->live;
+}
+
+static inline void *pa_alloc(void *ctx, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += n;
+	pa_note(c);
+	return malloc(n ? n : 1);
+}
+
+static inline void *pa_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
+{
+	struct peak_alloc *c = ctx;
+	c->live += new_n - old_n;
+	pa_note(c);
+	return realloc(p, new_n ? new_n : 1);
+}
+
+static inline void pa_free(void *ctx, void *p, size_t n)
+{
+	struct peak_alloc *c = ctx;
+	c->live -= n;
+	free(p);
+}
+
+static inline ap_allocator pa_make(struct peak_alloc *c)
+{
+	c->live = c->peak = 0;
+	ap_allocator a = { pa_alloc, pa_realloc, pa_free, c };
 	return a;
 }
 

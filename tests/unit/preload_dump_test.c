@@ -18,6 +18,7 @@
 #include "aptest.h"
 #include "config.h"
 #include "dump.h"
+#include "fmt_testutil.h"
 
 static char dir[64];
 
@@ -125,36 +126,6 @@ AP_TEST(a_written_profile_decodes_to_the_recorded_values)
 	rmdir(d);
 }
 
-/* An allocator counting the bytes live at once (sizes from the calls). */
-struct peak_alloc {
-	size_t live, peak;
-};
-
-static void *pa_alloc(void *ctx, size_t n)
-{
-	struct peak_alloc *c = ctx;
-	c->live += n;
-	if (c->live > c->peak)
-		c->peak = c->live;
-	return malloc(n ? n : 1);
-}
-
-static void *pa_realloc(void *ctx, void *p, size_t old_n, size_t new_n)
-{
-	struct peak_alloc *c = ctx;
-	c->live += new_n - old_n;
-	if (c->live > c->peak)
-		c->peak = c->live;
-	return realloc(p, new_n ? new_n : 1);
-}
-
-static void pa_free(void *ctx, void *p, size_t n)
-{
-	struct peak_alloc *c = ctx;
-	c->live -= n;
-	free(p);
-}
-
 /*
  * The dump at exit may land on the program's peak, so dump_encode_gzip
  * encodes, frees the profile, and only then allocates zlib's state: its
@@ -166,8 +137,8 @@ static void pa_free(void *ctx, void *p, size_t n)
  */
 AP_TEST(encoding_frees_the_profile_before_compressing)
 {
-	struct peak_alloc c = { 0, 0 };
-	ap_allocator al = { pa_alloc, pa_realloc, pa_free, &c };
+	struct peak_alloc c;
+	ap_allocator al = pa_make(&c);
 	ap_profile *p = NULL;
 	AP_CHECK_EQ_INT(ap_profile_create(&al, &p), 0);
 	AP_CHECK_EQ_INT(ap_profile_init_heap(p, 524288), 0);
