@@ -191,8 +191,11 @@ static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_
 	int n = 0;
 	*stop = NULL;
 	while (n < max) {
+		/* The record [f, f + 16) inside [lo, hi), written without f + 16,
+		 * which wraps for a data register's -16 and would pass. */
 		uintptr_t f = (uintptr_t)fp;
-		if (f < lo || f + 2 * sizeof(uintptr_t) > hi || (f & (sizeof(uintptr_t) - 1)))
+		if (f < lo || f >= hi || hi - f < 2 * sizeof(uintptr_t) ||
+		    (f & (sizeof(uintptr_t) - 1)))
 			break;
 		uintptr_t ret = fp[1];
 		if (ret == 0)

@@ -198,3 +198,64 @@ AP_TEST(frames_of_the_runtime_itself_are_dropped)
 	AP_CHECK(skipped.n < all.n - DEPTH);
 	AP_CHECK(skipped.n == 0 || skipped.pcs[0] < lo || skipped.pcs[0] >= hi);
 }
+
+#if defined(__x86_64__)
+/*
+ * ap_test_under_fake_frame(fn, c, next): calls fn(c) with %rbp pointing at
+ * a frame record {next, a return address} on the stack, as a caller built
+ * without frame pointers that keeps data in %rbp leaves it. fn's own frame
+ * record then links to a record whose saved frame pointer is next: what a
+ * frame-pointer walk meets in such a program (as, from binutils, crashed
+ * under unwinder=fp with next = -16, whose record end wrapped to 0).
+ * Stack alignment: entry 8 mod 16, three pushes, the call sees 0.
+ */
+__attribute__((visibility("hidden"))) int
+ap_test_under_fake_frame(int (*fn)(capture *), capture *c, uintptr_t next);
+__asm__(".text\n"
+	".type ap_test_under_fake_frame, @function\n"
+	"ap_test_under_fake_frame:\n"
+	"	push %rbp\n"
+	"	lea 1f(%rip), %rax\n"
+	"	push %rax\n"
+	"	push %rdx\n"
+	"	mov %rsp, %rbp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"1:	add $16, %rsp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size ap_test_under_fake_frame, .-ap_test_under_fake_frame\n");
+
+__attribute__((noinline)) static int under_fake(capture *c)
+{
+	volatile int keep = 1;
+	c->n = unwind_capture(c->kind, c->pcs, c->max);
+	return keep;
+}
+
+/* Frame pointers that are really data end the walk: each unwinder returns
+ * the frames up to the bad record instead of reading through it. -16 and
+ * -8 are aligned and above every stack frame, so only the bounds check
+ * stands between them and a read past the end of the address space;
+ * 0x7ffffffff000 is above the stack, unmapped. */
+AP_TEST(frame_pointers_holding_data_end_the_walk)
+{
+	static const uintptr_t bad[] = { (uintptr_t)-16, (uintptr_t)-8,
+					 (uintptr_t)0x7ffffffff000 };
+	static const unwinder_kind kinds[] = { UNWINDER_FP, UNWINDER_LIBUNWIND,
+					       UNWINDER_LIBUNWIND_ONLY, UNWINDER_LIBGCC };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+			capture c;
+			memset(&c, 0, sizeof c);
+			c.kind = kinds[k];
+			c.max = 64;
+			ap_test_under_fake_frame(under_fake, &c, bad[i]);
+			/* under_fake's return into the trampoline at least */
+			AP_CHECK(c.n >= 1);
+			AP_CHECK(c.n < c.max);
+		}
+	}
+}
+#endif
