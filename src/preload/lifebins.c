@@ -24,18 +24,20 @@ static uint64_t bin_mid(uint32_t sigbits, uint32_t key)
 static void coarsen(life_bins *b)
 {
 	uint32_t sb = b->sigbits - 1, k = 0;
+	life_bin *v = lifebins_at(b, 0);
 	for (uint32_t i = 0; i < b->n; i++) {
-		life_bin x = b->v[i];
+		life_bin x = v[i];
 		x.key = ap_hist_value_to_key(sb, bin_mid(b->sigbits, x.key));
-		if (k > 0 && b->v[k - 1].key == x.key) {
-			life_bin *y = &b->v[k - 1];
+		if (k > 0 && v[k - 1].key == x.key) {
+			life_bin *y = &v[k - 1];
 			y->n += x.n;
 			y->w += x.w;
 			y->w2 += x.w2;
 			y->bytes += x.bytes;
 			y->bytes_var += x.bytes_var;
 		} else {
-			b->v[k++] = x;
+			v[k] = x;
+			b->keys[k++] = x.key;
 		}
 	}
 	b->n = k;
@@ -47,7 +49,7 @@ void lifebins_add(arena *a, life_bins **pb, uint64_t t_ns, double w, uint64_t si
 	life_bins *b = *pb;
 	if (!b) {
 		/* one bin to start: most sites see few frees (64 bytes) */
-		b = arena_alloc(a, sizeof *b + sizeof b->v[0]);
+		b = arena_alloc(a, lifebins_bins_offset(1) + sizeof(life_bin));
 		if (!b)
 			return;
 		b->sigbits = LIFE_SIGBITS;
@@ -55,39 +57,46 @@ void lifebins_add(arena *a, life_bins **pb, uint64_t t_ns, double w, uint64_t si
 		*pb = b;
 	}
 	uint32_t key = ap_hist_value_to_key(b->sigbits, t_ns);
-	/* The first bin whose key is not below key: a binary search, since
-	 * a site whose blocks live for many different times holds up to
-	 * LIFE_BINS_MAX bins (6.4 KB, 100 cache lines), which a scan from
-	 * the first bin would read on every sampled free; 8 probes here.
-	 * (malloc_workload_bench's sites hold few bins: no change there.) */
+	/* The first key not below key, by binary search over the packed
+	 * keys (4 bytes each, next to the header): a site whose blocks live
+	 * for many different times holds up to LIFE_BINS_MAX bins, and a
+	 * search over the bins themselves missed the cache at every probe. */
 	uint32_t i = 0, hi = b->n;
 	while (i < hi) {
 		uint32_t mid = i + (hi - i) / 2;
-		if (b->v[mid].key < key)
+		if (b->keys[mid] < key)
 			i = mid + 1;
 		else
 			hi = mid;
 	}
-	if (i == b->n || b->v[i].key != key) {
+	if (i == b->n || b->keys[i] != key) {
 		if (b->n == LIFE_BINS_MAX && b->sigbits > 1) {
 			coarsen(b);
 			lifebins_add(a, pb, t_ns, w, size);
 			return;
 		}
 		if (b->n == b->cap) {
-			uint32_t cap = b->cap * 2 > LIFE_BINS_MAX ? LIFE_BINS_MAX : b->cap * 2;
-			life_bins *nb = arena_realloc(a, b, sizeof *b + cap * sizeof b->v[0]);
+			uint32_t old = b->cap;
+			uint32_t cap = old * 2 > LIFE_BINS_MAX ? LIFE_BINS_MAX : old * 2;
+			life_bins *nb = arena_realloc(a, b, lifebins_bins_offset(cap) +
+								  cap * sizeof(life_bin));
 			if (!nb)
 				return;
+			/* the bins move up past the longer key array */
+			memmove((char *)nb + lifebins_bins_offset(cap),
+				(char *)nb + lifebins_bins_offset(old), nb->n * sizeof(life_bin));
 			b = *pb = nb;
 			b->cap = cap;
 		}
-		memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof b->v[0]);
-		memset(&b->v[i], 0, sizeof b->v[i]);
-		b->v[i].key = key;
+		life_bin *v = lifebins_at(b, 0);
+		memmove(&v[i + 1], &v[i], (b->n - i) * sizeof v[0]);
+		memmove(&b->keys[i + 1], &b->keys[i], (b->n - i) * sizeof b->keys[0]);
+		memset(&v[i], 0, sizeof v[i]);
+		v[i].key = key;
+		b->keys[i] = key;
 		b->n++;
 	}
-	life_bin *x = &b->v[i];
+	life_bin *x = lifebins_at(b, i);
 	double z = (double)size;
 	x->n++;
 	x->w += w;
@@ -182,15 +191,16 @@ static ap_lt_bin *to_lt_bins(arena *a, const life_bins *lb, size_t *n)
 	if (!v)
 		return NULL;
 	for (uint32_t i = 0; i < lb->n; i++) {
+		const life_bin *x = lifebins_at(lb, i);
 		uint64_t lo = 0, hi = 0;
-		(void)ap_hist_key_bounds(lb->sigbits, lb->v[i].key, &lo, &hi);
+		(void)ap_hist_key_bounds(lb->sigbits, x->key, &lo, &hi);
 		v[i].t_lo = lo;
 		v[i].t_hi = hi < lo ? lo : hi;
-		v[i].n = lb->v[i].n;
-		v[i].w = lb->v[i].w;
-		v[i].w2 = lb->v[i].w2;
-		v[i].bytes = lb->v[i].bytes;
-		v[i].bytes_var = lb->v[i].bytes_var;
+		v[i].n = x->n;
+		v[i].w = x->w;
+		v[i].w2 = x->w2;
+		v[i].bytes = x->bytes;
+		v[i].bytes_var = x->bytes_var;
 	}
 	*n = lb->n;
 	return v;

@@ -26,11 +26,14 @@ static int check_bins(const life_bins *b, uint32_t n_in, double w_in,
 	uint64_t n = 0;
 	double w = 0, bytes = 0;
 	for (uint32_t i = 0; i < b->n; i++) {
-		if (i > 0 && b->v[i - 1].key >= b->v[i].key)
+		if (i > 0 && lifebins_at(b, i - 1)->key >= lifebins_at(b, i)->key)
 			return 1;
-		n += b->v[i].n;
-		w += b->v[i].w;
-		bytes += b->v[i].bytes;
+		/* the packed keys the search reads mirror the bins' */
+		if (b->keys[i] != lifebins_at(b, i)->key)
+			return 5;
+		n += lifebins_at(b, i)->n;
+		w += lifebins_at(b, i)->w;
+		bytes += lifebins_at(b, i)->bytes;
 	}
 	if (b->n > LIFE_BINS_MAX || n != n_in)
 		return 2;
@@ -64,14 +67,14 @@ AP_TEST(each_lifetime_lands_in_its_own_key_and_bins_stay_sorted)
 	for (uint32_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		uint32_t key = ap_hist_value_to_key(LIFE_SIGBITS, t[i]);
 		uint32_t j = 0;
-		while (j < b->n && b->v[j].key != key)
+		while (j < b->n && lifebins_at(b, j)->key != key)
 			j++;
 		AP_CHECK(j < b->n);
 		bool twice = t[i] == 17 || t[i] == 900 || t[i] == 5000;
-		AP_CHECK_EQ_INT(b->v[j].n, twice ? 2 : 1);
+		AP_CHECK_EQ_INT(lifebins_at(b, j)->n, twice ? 2 : 1);
 		/* w2 = sum w^2, bytes_var = sum (w^2 - w) size^2 */
-		AP_CHECK(b->v[j].w2 == (twice ? 8.0 : 4.0));
-		AP_CHECK(b->v[j].bytes_var == (twice ? 2 : 1) * 2.0 * 64 * 64);
+		AP_CHECK(lifebins_at(b, j)->w2 == (twice ? 8.0 : 4.0));
+		AP_CHECK(lifebins_at(b, j)->bytes_var == (twice ? 2 : 1) * 2.0 * 64 * 64);
 	}
 	arena_destroy(&a);
 }
@@ -105,9 +108,9 @@ AP_TEST(merging_keeps_every_block_and_the_bound)
 		lifebins_add(&a, &b, t, 1.0, 8);
 		uint32_t key = ap_hist_value_to_key(b->sigbits, t);
 		uint32_t j = 0;
-		while (j < b->n && b->v[j].key != key)
+		while (j < b->n && lifebins_at(b, j)->key != key)
 			j++;
-		AP_CHECK(j < b->n && b->v[j].n >= 1);
+		AP_CHECK(j < b->n && lifebins_at(b, j)->n >= 1);
 	}
 	arena_destroy(&a);
 }
