@@ -72,8 +72,10 @@ AP_RUNTIME_API int ap_runtime_get_totals(ap_runtime_totals *out);
  * turns sampling on again after a detach. ap_runtime_detach writes the
  * final profile (its name into path, cap bytes) and turns sampling off.
  * 0, or AP_EUNSUPPORTED (preloaded, already attached / not attached),
- * AP_ENOTFOUND, AP_EIO, or AP_EBUSY when the calling thread is inside the
- * runtime (the caller tries again in another thread).
+ * AP_ENOTFOUND, AP_EIO (attach: the runtime could not start, say no
+ * allocator was found; it wrote why to the program's stderr; detach: the
+ * profile could not be written), or AP_EBUSY when the calling thread is
+ * inside the runtime (the caller tries again in another thread).
  */
 AP_RUNTIME_API int ap_runtime_attach(const char *options);
 AP_RUNTIME_API int ap_runtime_detach(char *path, size_t cap);

@@ -311,7 +311,9 @@ static int attach(const struct attach_opts *o, const char *options, const char *
 	if ((int)r != 0) {
 		ap_cli_error("process %d: the runtime refused to attach: %s", (int)o->pid,
 			     (int)r == AP_EUNSUPPORTED ? "already attached"
-						       : ap_strerror((int)r));
+			     : (int)r == AP_EIO ? "it could not start in the process "
+						   "(the process's stderr says why)"
+						 : ap_strerror((int)r));
 		return AP_EXIT_INPUT;
 	}
 	if (!o->quiet)

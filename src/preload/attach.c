@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "allocprof/runtime.h"
+#include "boot.h"
 #include "control.h"
 #include "gotpatch.h"
 #include "http_runtime.h"
@@ -182,7 +183,9 @@ static int build_hooks(void)
 			hooks[nhooks++] = (got_hook){ names[i], f };
 	}
 	dlclose(h);
-	void *d = dlsym(RTLD_DEFAULT, "dlopen"), *dm = dlsym(RTLD_DEFAULT, "dlmopen");
+	/* boot_next_sym: a canonical PLT entry for dlopen would jump through the
+	 * GOT slot patched to hook_dlopen, which would then call itself. */
+	void *d = boot_next_sym("dlopen"), *dm = boot_next_sym("dlmopen");
 	if (d) {
 		memcpy(&real_dlopen, &d, sizeof d);
 		hooks[nhooks++] = (got_hook){ "dlopen", (void *)hook_dlopen };
@@ -244,7 +247,7 @@ static int first_attach(const char *options)
 	rt_attach_options = options_buf;
 	rt_ensure_init();
 	if (atomic_load(&rt.state) != RT_READY)
-		return AP_EUNSUPPORTED;
+		return AP_EIO; /* could not start here: it logged why */
 	uint64_t m = rt_enter();
 	const char *how;
 	uint64_t heap = heap_now(&how);
@@ -253,7 +256,7 @@ static int first_attach(const char *options)
 	if (rc == 0) {
 		/* libc stays patched (see gotpatch.h); another allocator not */
 		uintptr_t a = object_base((const void *)rt_real.malloc);
-		alloc_base = a == object_base(dlsym(RTLD_DEFAULT, "fopen")) ? 0 : a;
+		alloc_base = a == object_base(boot_next_sym("fopen")) ? 0 : a;
 		repatch();
 		dumper_start_if_needed();
 		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);

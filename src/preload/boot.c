@@ -18,7 +18,9 @@
 #include "boot.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -251,9 +253,59 @@ static bool same_object(void *a, void *b)
 	return oa && oa == boot_object_of(b);
 }
 
+/* Is f the address of a symbol its object defines, not a canonical PLT
+ * entry: an undefined symbol that still has an address, which a non-PIE
+ * executable exports for each library function whose address it takes,
+ * so that the function has one address in the whole program? */
+static bool defined_at(void *f)
+{
+	Dl_info di;
+	const ElfW(Sym) *sym = NULL;
+	if (!dladdr1(f, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+		return true; /* no symbol to tell: take it as it is */
+	return sym->st_shndx != SHN_UNDEF;
+}
+
+void *boot_next_sym(const char *name)
+{
+	if (!rt_attached)
+		return dlsym(RTLD_NEXT, name);
+	void *f = dlsym(RTLD_DEFAULT, name);
+	if (!f || defined_at(f))
+		return f;
+	/* A canonical PLT entry (python3, node): it jumps through the GOT
+	 * entry the attach points at the runtime. The definition it stands
+	 * for is the first in the global scope's order (the link map's, for
+	 * the objects loaded at start: preloads before libc), the executable
+	 * and this library left out. */
+	struct link_map *l = NULL;
+	void *main_h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+	if (!main_h || dlinfo(main_h, RTLD_DI_LINKMAP, &l) != 0)
+		l = NULL;
+	const void *self = boot_object_of((const void *)&boot_next_sym);
+	void *found = NULL;
+	for (; l && !found; l = l->l_next) {
+		if (!l->l_name || !l->l_name[0])
+			continue; /* the executable */
+		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue; /* the vDSO */
+		void *g = dlsym(h, name);
+		struct link_map *gl = NULL;
+		Dl_info di;
+		/* defined by this very object (dlsym also searches its
+		 * dependencies), and not by the runtime */
+		if (g && dladdr1(g, &di, (void **)&gl, RTLD_DL_LINKMAP) && gl == l &&
+		    boot_object_of(g) != self && defined_at(g))
+			found = g;
+		dlclose(h);
+	}
+	return found;
+}
+
 #define RESOLVE(field, name)                                                \
 	do {                                                                \
-		void *f_ = dlsym(RT_NEXT_HANDLE, name);                          \
+		void *f_ = boot_next_sym(name);                                  \
 		if (f_)                                                     \
 			memcpy(&r.field, &f_, sizeof f_);                   \
 	} while (0)

@@ -19,7 +19,16 @@ uintptr_t boot_static_pool(void);
 bool boot_in_pool(const void *p);
 /* Size asked for a pool block. */
 size_t boot_size(const void *p);
-/* Fill rt_real from dlsym(RTLD_NEXT); AP_ENOTFOUND / AP_EUNSUPPORTED. */
+/* The next definition of a libc symbol (the allocator's, the C++
+ * operators'): dlsym(RTLD_NEXT), the objects after this one, when
+ * preloaded. When attached, the definition the program's references are
+ * bound to: dlsym(RTLD_DEFAULT), since RTLD_NEXT from an object loaded
+ * RTLD_LOCAL finds libc's even over a preloaded jemalloc; and when that is
+ * the executable's canonical PLT entry (a non-PIE program that takes
+ * malloc's address), the first object after it that defines the name.
+ * NULL when none does. */
+void *boot_next_sym(const char *name);
+/* Fill rt_real from boot_next_sym; AP_ENOTFOUND / AP_EUNSUPPORTED. */
 int boot_resolve_real(void);
 /* Does rt_real hold the allocator underneath yet (not the pool's
  * stand-ins)? */

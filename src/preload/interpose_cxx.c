@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot.h"
 #include "interpose_next.h"
 
 /* The families' slots: index = entry. N: new, A: new[]; T: nothrow,
@@ -93,7 +94,7 @@ static void *cxx_real_alloc(size_t n, size_t al)
 static rt_fn failing(int i)
 {
 	if (!next[i]) { /* maybe dlopen'ed since the family was resolved */
-		void *a = dlsym(RT_NEXT_HANDLE, cxx_names[i]);
+		void *a = boot_next_sym(cxx_names[i]);
 		memcpy(&next[i], &a, sizeof a);
 	}
 	if (next[i])

@@ -37,7 +37,7 @@ void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
 	bool ready = atomic_load(&rt.state) == RT_READY;
 	const void *home = ready ? object_of((rt_fn)rt_real.malloc) : NULL;
 	for (size_t i = 0; i < n; i++) {
-		void *a = dlsym(RT_NEXT_HANDLE, syms[i].name);
+		void *a = boot_next_sym(syms[i].name);
 		rt_fn f;
 		memcpy(&f, &a, sizeof f);
 		*syms[i].next = f;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot.h"
 #include "detect.h"
 #include "dump.h"
 #include "runtime_core.h"
@@ -158,7 +159,7 @@ void procs_init(void)
 	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
 	if (!rt_attached) /* attached: the GOTs are not patched yet */
 		detect_init();
-	void *f = dlsym(RT_NEXT_HANDLE, "sigaction");
+	void *f = boot_next_sym("sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);
 	/* Before the runtime's own handlers go in: those it never wraps. */
@@ -208,7 +209,7 @@ int procs_dlclose(void *handle)
 		rt_leave(m);
 	}
 	if (!real_dlclose) {
-		void *f = dlsym(RT_NEXT_HANDLE, "dlclose");
+		void *f = boot_next_sym("dlclose");
 		if (!f)
 			return -1;
 		memcpy(&real_dlclose, &f, sizeof f);

@@ -171,11 +171,6 @@ extern _Atomic uint64_t rt_unwind_ns;
  * preloaded; the options it was given (instead of ALLOCPROF_OPTIONS). */
 extern RT_HIDDEN bool rt_attached;
 extern RT_HIDDEN const char *rt_attach_options;
-/* Where the next definition of a libc symbol is looked up: after this
- * object when preloaded; the program's own lookup when attached (an object
- * loaded RTLD_LOCAL finds libc's malloc after itself, even over a
- * preloaded jemalloc). */
-#define RT_NEXT_HANDLE (rt_attached ? RTLD_DEFAULT : RTLD_NEXT)
 
 /* Enter the runtime on this thread: the guard set (and, while some caught
  * asynchronous signal has an unwrapped handler, those signals blocked);

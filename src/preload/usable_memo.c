@@ -108,7 +108,7 @@ static uint64_t by_way(int way, uint64_t size)
 
 static void *sym_of_home(const char *name, const void *home)
 {
-	void *a = dlsym(RT_NEXT_HANDLE, name);
+	void *a = boot_next_sym(name);
 	return a && home && boot_object_of(a) == home ? a : NULL;
 }
 

@@ -13,7 +13,9 @@
  * windows doing the same allocations, seeded 1, 5, 6, 5, writing
  * DIR/pN.pb.gz, and prints "ok". Single-threaded and deterministic: if a
  * later attach's seed= is applied, windows 2 and 4 sample the same
- * allocations.
+ * allocations. (tests/integration/attach_canonical_plt_test.sh builds it
+ * without PIE and runs this mode too: main's use of malloc's address then
+ * makes the executable export a canonical PLT entry for malloc.)
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -65,8 +67,15 @@ static int reseed(void *h, attach_fn attach, const char *dir)
 	return 0;
 }
 
+/* Set by main from malloc's address: in code built without PIE that is an
+ * absolute reference, which the linker meets with a canonical PLT entry
+ * for malloc in the executable, exported with the entry's address (as
+ * Debian's python3 and node have it). */
+void *(*volatile ap_malloc_ref)(size_t);
+
 int main(int argc, char **argv)
 {
+	ap_malloc_ref = malloc;
 	if (argc != 4)
 		return 2;
 	void *h = dlopen(argv[1], RTLD_NOW);
