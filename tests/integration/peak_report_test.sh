@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # peak_report_test.sh: report --peak end to end through the runtime
 # (docs/TIME.md, "Peak"). progs/peak_known fills 8 MiB with blocks of
-# 1..16 KiB, churns them for 300 ms (free one, allocate one of the same
+# 1..16 KiB, churns them for 400000 steps (free one, allocate one of the same
 # size: the live total never exceeds the peak) and frees them; it prints
 # the true peak of its blocks. The rest of the process's heap is a few
 # KiB, far below the standard error (about 0.8 MiB at rate=65536).
@@ -18,9 +18,16 @@
 #  - the bias is within the stated bound: the mean over runs of
 #    (estimate - truth) / se is at most the mean of sqrt(2 ln m), the
 #    bound on the expected maximum of m standard normals;
-#  - the naive pointwise interval (estimate -+ 1.96 se) misses the truth
-#    in at least 10 runs: the selection bias is real (it missed 7 of 10
-#    when this was written), so the protection is not decoration.
+#  - the selection bias is real, so the protection is not decoration:
+#    the mean of z = (estimate - truth) / se over the 30 runs is at least
+#    0.6. An unbiased estimate gives z about N(0, 1) in each run and the
+#    mean of 30 about N(0, 1/30): at or above 0.6 (3.3 standard errors)
+#    with probability 0.0005. Measured: 1.05 to 1.63. (This replaces "the
+#    naive interval, estimate -+ 1.96 se, misses the truth in at least 10
+#    runs", a count taken from one early run: with a bias of about one
+#    standard error it misses in some 25% of runs, 6 to 11 of 30 seen, so
+#    that check failed on an unbiased share of runs, under load above all,
+#    when the dumper catches fewer of the maxima.)
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 command -v python3 >/dev/null || skip "python3 not installed"
@@ -54,7 +61,7 @@ mz, mb = sum(zs) / runs, sum(bounds) / runs
 print(f"covered {cover}/{runs}; naive missed {naive_miss}; mean z {mz:.2f} <= {mb:.2f}")
 assert cover >= 26, f"protected interval covered {cover}/{runs}"
 assert mz <= mb, f"mean standardized bias {mz:.2f} above the bound {mb:.2f}"
-assert naive_miss >= 10, f"naive interval missed only {naive_miss}: no bias shown"
+assert mz >= 0.6, f"mean z {mz:.2f} below 0.6: no selection bias shown"
 PY
 
 # The text form: the in-use table, then the peak line.
