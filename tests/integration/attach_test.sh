@@ -177,13 +177,24 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	finish other "$pid"
 	[ "$st" = 0 ] || fail "other user's target: exit $st"
 fi
+# wait_attached FILE: until the attach writing its messages to FILE says
+# it is attached (a fixed sleep raced it on a loaded machine).
+wait_attached() {
+	for _ in $(seq 300); do
+		grep -q "attached to" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "not attached after 30 s: $(cat "$1")"
+}
+
 # Attached until interrupted: SIGINT (Ctrl-C) to the command detaches and
 # writes the profile; the target runs on and ends as usual.
 start intr
 p=$pid
 "$CLI" attach -r 65536 -o "$TMP/intr.%n.pb.gz" "$p" 2>"$TMP/intr.attach" &
 apid=$!
-sleep 1
+wait_attached "$TMP/intr.attach"
+sleep 0.5
 kill -INT "$apid"
 wait "$apid" || fail "interrupted attach: exit $?: $(cat "$TMP/intr.attach")"
 grep -q "detached from $p" "$TMP/intr.attach" || fail "interrupted: $(cat "$TMP/intr.attach")"
@@ -193,7 +204,7 @@ finish intr "$p"
 # A process that exits while attached: the command says so and succeeds.
 start gone
 p=$pid
-( sleep 0.5; touch "$TMP/gone/stop" ) &
+( wait_attached "$TMP/gone.attach"; sleep 0.5; touch "$TMP/gone/stop" ) &
 "$CLI" attach -r 65536 -d 30 -o "$TMP/gone.%n.pb.gz" "$p" 2>"$TMP/gone.attach" ||
 	fail "exit while attached: $(cat "$TMP/gone.attach")"
 grep -q "exited while attached" "$TMP/gone.attach" || fail "$(cat "$TMP/gone.attach")"
