@@ -128,6 +128,14 @@ size_t fn_params_start(const char *s, size_t *name_start)
 		if (op) {
 			i += op;
 			len += op;
+			/* "operator<< <std::char_traits<char> >": the space
+			 * before an operator template's arguments is not the
+			 * end of a return type */
+			if (s[i] == ' ' && s[i + 1] == '<') {
+				e = group_end(s, i + 1);
+				len += e - i;
+				i = e;
+			}
 		} else if (s[i] == '(' && starts(s + i, "(anonymous namespace)")) {
 			i += 21;
 			len += 21;

@@ -114,6 +114,14 @@ AP_TEST(params_start)
 		{"(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse",
 		 "(anonymous namespace)::parse"},
 		{"operator<<(std::ostream&, Foo const&)", "operator<<", "operator<<"},
+		/* an operator template: the space before its arguments is not
+		 * the end of a return type (it used to leave "<std::char_...") */
+		{"std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
+		 "<std::char_traits<char> >(std::basic_ostream<char, "
+		 "std::char_traits<char> >&, char)",
+		 "std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
+		 "<std::char_traits<char> >",
+		 "std::operator<< <std::char_traits<char> >"},
 		{"operator new(unsigned long)", "operator new", "operator new"},
 		{"Bar<void (*)(int)>::run()", "Bar<void (*)(int)>::run", "Bar<void (*)(int)>::run"},
 		{"decltype (f()) g<int>(int)", "decltype (f()) g<int>", "g<int>"},
