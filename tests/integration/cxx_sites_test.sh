@@ -2,7 +2,8 @@
 # AP_TEST_PRELOAD: sites in the user's C++ code. tests/integration/progs/
 # cxx_sites.cc allocates through operator new/new[], aligned new,
 # std::string, std::vector, std::map, std::unordered_map and
-# std::make_shared, and writes what each of its functions allocated. Run at
+# std::make_shared, std::function and std::ostringstream, and writes what
+# each of its functions allocated. Run at
 # rate 1 (exact), `report --by function` must name each of those functions
 # as the site with exactly its bytes: the C++ runtime's frames (operator
 # new, std::allocator, container internals, libstdc++ itself) are skipped
@@ -114,8 +115,13 @@ export GOTOOLCHAIN=local GOPROXY=off GOFLAGS='' GO111MODULE=auto
 mkdir -p "$HOME"
 # flat NAME FILE: pprof's flat bytes of function NAME (-top, in bytes).
 top() { timeout 120 go tool pprof -top -unit=B -sample_index=alloc_space "$1" 2>&1; }
-flat() { awk -v f="$1" '$NF == f { sub(/B$/, "", $1); print $1 }' <<<"$2"; }
-want() { grep "^expect $1 " "$tmp/expect" | awk '{ print $NF }'; }
+# (the name is the rest of the line after pprof's five number columns:
+# "(anonymous namespace)::build_index" has a space)
+flat() {
+  awk -v f="$1" '{ n = $0; for (i = 1; i <= 5; i++) sub(/^ *[^ ]+/, "", n)
+    sub(/^ +/, "", n); if (n == f) { sub(/B$/, "", $1); print $1 } }' <<<"$2"
+}
+want() { grep -F "expect $1 " "$tmp/expect" | awk '{ print $NF }'; }
 # The runtime's own profile, symbolized by pprof: new Node and new char[]
 # count for make_nodes, not for operator new.
 t=$(top "$tmp/p.pb.gz")
@@ -127,7 +133,13 @@ t=$(top "$tmp/p.pb.gz")
 # (convert --symbolize) every container site is the user's, exactly.
 "$cli" convert --to pprof --symbolize "$tmp/p.pb.gz" -o "$tmp/s.pb.gz"
 t=$(top "$tmp/s.pb.gz")
-for f in fill_vector build_index make_strings make_lines raw_buffers app::Cache::put; do
+# Not store_callbacks: pprof cuts a name at its first '(' before matching,
+# so std::function<long (long)>'s constructor (which copies the lambda to
+# the heap) and its call operator (which calls it) both read
+# "std::function<long ": a regex naming the one would hide the user's
+# callbacks under the other. pprof puts those bytes on the constructor.
+for f in fill_vector "(anonymous namespace)::build_index" make_strings make_lines \
+  raw_buffers app::Cache::put format_numbers; do
   [ "$(flat "$f" "$t")" = "$(want "$f")" ] ||
     fail "pprof: $f flat $(flat "$f" "$t"), program $(want "$f"): $t"
 done

@@ -3,7 +3,10 @@
 // machinery (tests/integration/cxx_sites_test.sh). Each user function
 // allocates through one C++ mechanism: new/new[], aligned new, std::string,
 // std::vector growth, std::map, std::unordered_map, std::make_shared, a
-// lambda, a template, a function in an anonymous namespace and plain malloc.
+// lambda, a template, a function in an anonymous namespace, std::function
+// holding a capturing lambda (its manager is a template over the lambda,
+// which GCC's DWARF names without a linkage name), an ostringstream fed
+// through std::operator<< (inlined here) and plain malloc.
 //
 // The program knows what each function allocated: it replaces operator
 // new (plain, array, aligned) with versions that add the requested size to
@@ -16,9 +19,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -175,9 +180,9 @@ static app::Cache *fill_cache()
 namespace {
 std::unordered_map<int, int> *build_index()
 {
-	// DWARF names a function of an anonymous namespace unqualified: reports
-	// show "build_index"
-	In in("build_index");
+	// No linkage name in DWARF (internal linkage): reports qualify the
+	// plain name by its scopes, as c++filt and nm -C show the symbol
+	In in("(anonymous namespace)::build_index");
 	auto *m = new std::unordered_map<int, int>;
 	for (int i = 0; i < 5000; i++)
 		(*m)[i * 7] = i;
@@ -193,6 +198,29 @@ template <typename T> static std::vector<std::shared_ptr<T>> *share_all(int n)
 	for (int i = 0; i < n; i++)
 		v->push_back(std::make_shared<T>(i % 50 + 1));
 	return v;
+}
+
+// Three longs captured: too big for std::function's own buffer, so each
+// lambda is copied to the heap by std::function's manager.
+static std::vector<std::function<long(long)>> *store_callbacks()
+{
+	In in("store_callbacks");
+	auto *v = new std::vector<std::function<long(long)>>;
+	v->reserve(300);
+	for (long i = 0; i < 300; i++) {
+		long a = i, b = 2 * i, c = 3 * i;
+		v->push_back([a, b, c](long x) { return a + b + c + x; });
+	}
+	return v;
+}
+
+static std::string *format_numbers()
+{
+	In in("format_numbers");
+	std::ostringstream o;
+	for (int i = 0; i < 3000; i++)
+		o << i << ',' << ';';
+	return new std::string(o.str());
 }
 
 static void *raw_buffers()
@@ -217,6 +245,8 @@ int main(int argc, char **argv)
 	keep.push_back(fill_cache());
 	keep.push_back(build_index());
 	keep.push_back(share_all<Widget>(400));
+	keep.push_back(store_callbacks());
+	keep.push_back(format_numbers());
 	keep.push_back(raw_buffers());
 	auto grow = [](int n) {
 		In in("main::{lambda()#1}::operator()");
