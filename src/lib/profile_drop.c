@@ -7,9 +7,12 @@
  * machinery, and nothing that calls back into user code in general: the
  * allocator entry points, allocprof's runtime, the C++ allocators and the
  * standard containers and strings (a push_back is the caller's
- * allocation, as in allocprof report). std::function, std::thread and the
- * algorithms are left out on purpose: a cut there would hide the user's
- * callbacks and, for threads, every frame under start_thread.
+ * allocation, as in allocprof report), std::function's manager (it copies
+ * a callable to the heap; the invoker, which calls it, is not named) and
+ * the output streams and string buffers (a `buf << x` is the caller's).
+ * std::function's call operator, std::thread and the algorithms are left
+ * out on purpose: a cut there would hide the user's callbacks and, for
+ * threads, every frame under start_thread.
  *
  * Names come in two forms: pprof's own symbolization (no template
  * arguments) and allocprof's (convert --symbolize: template arguments);
@@ -25,12 +28,13 @@
  * before a non-name ("> >", " (*)", " const", "unsigned long"), never
  * before a function's name: "std::vector<int> make_list<int>" (a user's
  * function with its return type) is not std::vector<...>. */
-#define AP_TEMPLATE_ARGS                                                     \
+#define AP_TEMPLATE_ARGS_OPEN                                                \
 	"<([^ ]|, | [^A-Za-z_]| (const|volatile|unsigned|signed|long|short|"  \
-	"char|int|bool|double|float|void|wchar_t))* ?>"
+	"char|int|bool|double|float|void|wchar_t))* ?"
+#define AP_TEMPLATE_ARGS AP_TEMPLATE_ARGS_OPEN ">"
 
-#define AP_STD_ALLOC                                                         \
-	"(std|__gnu_cxx)::(__cxx11::|__1::|__detail::)?"                \
+#define AP_STD_PREFIX "(std|__gnu_cxx)::(__cxx11::|__1::|__detail::)?"
+#define AP_STD_NAMES                                                         \
 	"(allocator|__new_allocator|new_allocator|allocator_traits|"          \
 	"__alloc_traits|__allocated_ptr|_Vector_base|vector|_Deque_base|"    \
 	"deque|_List_base|list|forward_list|_Rb_tree|map|multimap|set|"      \
@@ -39,7 +43,19 @@
 	"basic_string|__shared_count|__shared_ptr|shared_ptr|"                \
 	"_Sp_counted_ptr_inplace|make_shared|allocate_shared|"                \
 	"__allocate_guarded|__make_shared|__allocate_shared|to_string|"       \
-	"operator\\+)(" AP_TEMPLATE_ARGS ")?(::.*)?"
+	"_Function_base|basic_ostream|ostream|basic_ostringstream|"          \
+	"ostringstream|basic_stringbuf|stringbuf|basic_streambuf|streambuf|" \
+	"num_put|operator\\+)"
+
+/* The second form is what pprof matches for a name with a '(' in its
+ * template arguments: it cuts every name at its first '(' (but
+ * "(anonymous namespace)" and "operator()") before matching, so
+ * "std::vector<std::function<void ()> >::reserve" is tested as
+ * "std::vector<std::function<void ", an argument list left open. */
+#define AP_STD_ALLOC                                                         \
+	AP_STD_PREFIX AP_STD_NAMES "(" AP_TEMPLATE_ARGS ")?(::.*)?|"          \
+	AP_STD_PREFIX AP_STD_NAMES AP_TEMPLATE_ARGS_OPEN "|"                 \
+	"(std|__gnu_cxx)::operator<<( " AP_TEMPLATE_ARGS ")?"
 
 const char *const ap_profile_alloc_drop_frames =
 	"malloc|calloc|realloc|reallocarray|free|posix_memalign|"

@@ -46,6 +46,23 @@ AP_TEST(names_the_machinery)
 		"std::_Rb_tree<int, std::pair<int const, int> >::_M_create_node<>",
 		"std::operator+<char, std::char_traits<char>, std::allocator<char> >",
 		"__gnu_cxx::new_allocator<char>::allocate",
+		/* std::function's manager copying a lambda to the heap, and the
+		 * output streams (pprof's names, then allocprof's) */
+		"std::_Function_base::_Base_manager::_M_create",
+		"std::_Function_base::_Base_manager<main::{lambda(long)#1}>::_M_create<>",
+		"std::operator<<", "std::operator<< <std::char_traits<char> >",
+		"std::ostream::put", "std::ostream::_M_insert<long>",
+		"std::basic_ostream<char, std::char_traits<char> >::write",
+		"std::__cxx11::basic_stringbuf<char, std::char_traits<char>, "
+		"std::allocator<char> >::overflow",
+		"std::num_put<char, std::ostreambuf_iterator<char, std::char_traits<char> > >"
+		"::_M_insert_int<long>",
+		/* as pprof tests names with a '(' in their template arguments:
+		 * cut at the first '(' */
+		"std::__new_allocator<std::function<long ",
+		"std::vector<std::function<void ",
+		"std::_Function_base::_Base_manager<main::{lambda",
+		"std::map<int, void ",
 	};
 	static const char *const no[] = {
 		"main", "fill_vector", "xmalloc", "malloc_wrapper", "Widget::Widget",
@@ -53,6 +70,13 @@ AP_TEST(names_the_machinery)
 		"std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)()> > >::_M_run",
 		"std::__invoke_impl<void, void (*)()>", "std::sort<int*>",
 		"std::for_each", "mystd::vector::push_back",
+		/* std::function's invoker calls the user's callable */
+		"std::_Function_handler<long (long), main::{lambda(long)#1}>::_M_invoke",
+		/* pprof's cut of both std::function's constructor and its
+		 * call operator, which calls the user's callable */
+		"std::function<long int", "std::function<void ",
+		/* a user's operator<< for a type of theirs (not in std) */
+		"operator<<", "app::operator<<", "std::operator<<x",
 		/* a user's template function named with its return type */
 		"std::vector<int, std::allocator<int> > make_list<int>",
 	};
