@@ -295,3 +295,20 @@ bool fn_is_runtime_object(const char *path)
 	return starts(base, "libstdc++") || starts(base, "libc++") ||
 	       starts(base, "libsupc++");
 }
+
+bool fn_is_std_header(const char *path)
+{
+	/* ".../c++/VERSION/" (libstdc++: include/c++/12/, and its
+	 * target-specific include/x86_64-linux-gnu/c++/12/) or
+	 * ".../c++/v1/" (libc++) */
+	for (const char *p = path; p && (p = strstr(p, "/c++/")); p++) {
+		const char *v = p + 5;
+		if (v[0] == 'v' && v[1] == '1' && v[2] == '/')
+			return true;
+		while (*v >= '0' && *v <= '9')
+			v++;
+		if (v > p + 5 && *v == '/')
+			return true;
+	}
+	return false;
+}

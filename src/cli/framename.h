@@ -68,4 +68,12 @@ bool fn_is_std_frame(const char *name);
  * libsupc++): every frame in it is the runtime's, whatever its name. */
 bool fn_is_runtime_object(const char *path);
 
+/* Whether a frame's source file is a header of the C++ standard library
+ * (a directory c++/VERSION/, as libstdc++'s /usr/include/c++/12/, or
+ * libc++'s include/c++/v1/): the library's code inlined or instantiated
+ * in the program. It tells such a frame when DWARF gives its function no
+ * linkage name, only an unqualified one (GCC, for templates instantiated
+ * over a lambda: "_M_create<...>" of std::function's manager). */
+bool fn_is_std_header(const char *path);
+
 #endif /* ALLOCPROF_CLI_FRAMENAME_H */

@@ -258,8 +258,10 @@ static int expand_locations(struct build *b)
 				return fail(b, AP_ENOMEM, "out of memory");
 			v->drop[v->nlframes - 1] =
 				preload || skipped(b, f->function) ? DROP_ALLOC
-				: cxxlib || fn_is_std_frame(f->function) ? DROP_CXX
-									 : DROP_NONE;
+				: cxxlib || fn_is_std_frame(f->function) ||
+						fn_is_std_header(f->file)
+					? DROP_CXX
+					: DROP_NONE;
 		}
 		b->runs[i].n = v->nlframes - b->runs[i].first;
 	}

@@ -331,75 +331,6 @@ static const char *die_name(Dwarf_Die *die)
 							  : NULL;
 }
 
-/* The declaration a function DIE stands for: through abstract_origin
- * (an inlined or out-of-line instance) and specification (a definition
- * outside its class) to the DIE that sits in its class and namespace
- * scopes. A few steps at most; a loop in bad DWARF stops there. */
-static Dwarf_Die decl_of(Dwarf_Die *die)
-{
-	Dwarf_Die cur = *die;
-	for (int k = 0; k < 8; k++) {
-		Dwarf_Attribute a;
-		Dwarf_Die next;
-		if (!(dwarf_attr(&cur, DW_AT_abstract_origin, &a) ||
-		      dwarf_attr(&cur, DW_AT_specification, &a)) ||
-		    !dwarf_formref_die(&a, &next))
-			break;
-		cur = next;
-	}
-	return cur;
-}
-
-static bool is_cxx(Dwarf_Die *cu)
-{
-	int lang = cu ? dwarf_srclang(cu) : -1;
-	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
-}
-
-/*
- * A C++ function's plain DWARF name qualified by its namespaces and
- * classes ("std::_Function_base::_Base_manager<F>::_M_create<F>"), for the
- * functions that have no linkage name to demangle: GCC gives none to
- * templates instantiated over a lambda (std::function's managers of a
- * user's lambda). Unqualified, such a frame was not known as the standard
- * library's and became a report's site. malloc'd; NULL when the name has
- * no enclosing scope (or out of memory).
- */
-static char *qualified_name(Dwarf_Die *die, const char *plain)
-{
-	Dwarf_Die decl = decl_of(die), *scopes = NULL;
-	int n = dwarf_getscopes_die(&decl, &scopes);
-	const char *part[32];
-	int m = 0;
-	size_t len = strlen(plain) + 1;
-	for (int i = 1; i < n && m < 32; i++) { /* scopes[0] is decl itself */
-		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
-		    tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
-			continue;
-		const char *name = die_name(&scopes[i]);
-		if (!name && tag != DW_TAG_namespace)
-			continue; /* an unnamed class: nothing to show */
-		part[m] = name ? name : "(anonymous namespace)";
-		len += strlen(part[m++]) + 2;
-	}
-	free(scopes);
-	if (!m)
-		return NULL;
-	char *q = malloc(len), *w = q;
-	if (!q)
-		return NULL;
-	for (int i = m - 1; i >= 0; i--) {
-		size_t k = strlen(part[i]);
-		memcpy(w, part[i], k);
-		memcpy(w + k, "::", 2);
-		w += k + 2;
-	}
-	memcpy(w, plain, strlen(plain) + 1);
-	return q;
-}
-
 struct rawframe {
 	char *name;          /* malloc'd display name */
 	const char *sysname; /* mangled, or NULL */
@@ -555,10 +486,8 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		/* the outermost function: fall back on the ELF symbol */
 		if (outer && !link && !plain)
 			link = symname;
-		char *name = !link && plain && is_cxx(cu) ? qualified_name(&chain[i], plain)
-							   : NULL;
-		out[n] = (struct rawframe){name ? name : display_name(link, plain), link,
-					   file, line, col};
+		out[n] = (struct rawframe){display_name(link, plain), link, file,
+					   line, col};
 		if (!out[n].name)
 			break;
 		n++;

@@ -175,4 +175,13 @@ AP_TEST(std_frames)
 	AP_CHECK(!fn_is_runtime_object("/usr/lib/x86_64-linux-gnu/libc.so.6"));
 	AP_CHECK(!fn_is_runtime_object("/opt/app/libstdcxx_helpers/app"));
 	AP_CHECK(!fn_is_runtime_object(NULL));
+	AP_CHECK(fn_is_std_header("/usr/include/c++/12/bits/std_function.h"));
+	AP_CHECK(fn_is_std_header("/usr/lib/llvm-14/include/c++/v1/__functional/function.h"));
+	AP_CHECK(!fn_is_std_header("/usr/include/stdio.h"));
+	AP_CHECK(fn_is_std_header("/usr/include/x86_64-linux-gnu/c++/12/bits/c++config.h"));
+	AP_CHECK(!fn_is_std_header("/home/me/src/include/cpp/app.h"));
+	AP_CHECK(!fn_is_std_header("/home/me/proj/include/c++/app.h"));
+	AP_CHECK(!fn_is_std_header("/home/me/c++/12apps/x.h"));
+	AP_CHECK(!fn_is_std_header("std_function.h"));
+	AP_CHECK(!fn_is_std_header(NULL));
 }

@@ -5,8 +5,9 @@
 // std::vector growth, std::map, std::unordered_map, std::make_shared, a
 // lambda, a template, a function in an anonymous namespace, std::function
 // holding a capturing lambda (its manager is a template over the lambda,
-// which GCC's DWARF names without a linkage name), an ostringstream fed
-// through std::operator<< (inlined here) and plain malloc.
+// which GCC's DWARF names without a linkage name, so unqualified: known as
+// the library's by its header), an ostringstream fed through
+// std::operator<< (inlined here) and plain malloc.
 //
 // The program knows what each function allocated: it replaces operator
 // new (plain, array, aligned) with versions that add the requested size to
@@ -180,9 +181,9 @@ static app::Cache *fill_cache()
 namespace {
 std::unordered_map<int, int> *build_index()
 {
-	// No linkage name in DWARF (internal linkage): reports qualify the
-	// plain name by its scopes, as c++filt and nm -C show the symbol
-	In in("(anonymous namespace)::build_index");
+	// DWARF names a function of an anonymous namespace unqualified: reports
+	// show "build_index"
+	In in("build_index");
 	auto *m = new std::unordered_map<int, int>;
 	for (int i = 0; i < 5000; i++)
 		(*m)[i * 7] = i;
