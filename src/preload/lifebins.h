@@ -51,7 +51,8 @@ static inline size_t lifebins_bins_offset(uint32_t cap)
 /* Bin i (below b->n) in key order. */
 static inline life_bin *lifebins_at(const life_bins *b, uint32_t i)
 {
-	return (life_bin *)((char *)(uintptr_t)b + lifebins_bins_offset(b->cap)) + i;
+	/* 8-aligned: the offset is rounded to 8, the block to 16 */
+	return (life_bin *)(void *)((char *)(uintptr_t)b + lifebins_bins_offset(b->cap)) + i;
 }
 
 struct stack_table;
