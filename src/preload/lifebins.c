@@ -27,8 +27,8 @@ static void coarsen(life_bins *b)
 	life_bin *v = lifebins_at(b, 0);
 	for (uint32_t i = 0; i < b->n; i++) {
 		life_bin x = v[i];
-		x.key = ap_hist_value_to_key(sb, bin_mid(b->sigbits, x.key));
-		if (k > 0 && v[k - 1].key == x.key) {
+		uint32_t key = ap_hist_value_to_key(sb, bin_mid(b->sigbits, b->keys[i]));
+		if (k > 0 && b->keys[k - 1] == key) {
 			life_bin *y = &v[k - 1];
 			y->n += x.n;
 			y->w += x.w;
@@ -37,7 +37,7 @@ static void coarsen(life_bins *b)
 			y->bytes_var += x.bytes_var;
 		} else {
 			v[k] = x;
-			b->keys[k++] = x.key;
+			b->keys[k++] = key;
 		}
 	}
 	b->n = k;
@@ -92,7 +92,6 @@ void lifebins_add(arena *a, life_bins **pb, uint64_t t_ns, double w, uint64_t si
 		memmove(&v[i + 1], &v[i], (b->n - i) * sizeof v[0]);
 		memmove(&b->keys[i + 1], &b->keys[i], (b->n - i) * sizeof b->keys[0]);
 		memset(&v[i], 0, sizeof v[i]);
-		v[i].key = key;
 		b->keys[i] = key;
 		b->n++;
 	}
@@ -193,7 +192,7 @@ static ap_lt_bin *to_lt_bins(arena *a, const life_bins *lb, size_t *n)
 	for (uint32_t i = 0; i < lb->n; i++) {
 		const life_bin *x = lifebins_at(lb, i);
 		uint64_t lo = 0, hi = 0;
-		(void)ap_hist_key_bounds(lb->sigbits, x->key, &lo, &hi);
+		(void)ap_hist_key_bounds(lb->sigbits, lb->keys[i], &lo, &hi);
 		v[i].t_lo = lo;
 		v[i].t_hi = hi < lo ? lo : hi;
 		v[i].n = x->n;

@@ -31,15 +31,14 @@
 #define LIFE_SIGBITS 4
 #define LIFE_BINS_MAX 160
 
-typedef struct life_bin {
-	uint32_t key;
+typedef struct life_bin { /* its key is the block's keys[i] */
 	uint32_t n;
 	double w, w2, bytes, bytes_var;
 } life_bin;
 
 typedef struct life_bins {
 	uint32_t sigbits, n, cap, pad_;
-	uint32_t keys[]; /* keys[i] == lifebins_at(b, i)->key; then the bins */
+	uint32_t keys[]; /* bin i's key, ascending; then the bins */
 } life_bins;
 
 /* Where the bins of a block of capacity cap start. */
