@@ -282,21 +282,23 @@ void *boot_next_sym(const char *name)
 	void *main_h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
 	if (!main_h || dlinfo(main_h, RTLD_DI_LINKMAP, &l) != 0)
 		l = NULL;
-	const void *self = boot_object_of((const void *)&boot_next_sym);
+	struct link_map *self = NULL;
+	Dl_info di;
+	if (!dladdr1((void *)&boot_next_sym, &di, (void **)&self, RTLD_DL_LINKMAP))
+		self = NULL;
 	void *found = NULL;
 	for (; l && !found; l = l->l_next) {
-		if (!l->l_name || !l->l_name[0])
-			continue; /* the executable */
+		if (!l->l_name || !l->l_name[0] || l == self)
+			continue; /* the executable, the runtime */
 		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
 		if (!h)
 			continue; /* the vDSO */
 		void *g = dlsym(h, name);
 		struct link_map *gl = NULL;
-		Dl_info di;
-		/* defined by this very object (dlsym also searches its
-		 * dependencies), and not by the runtime */
+		/* defined by this very object: dlsym also searches its
+		 * dependencies */
 		if (g && dladdr1(g, &di, (void **)&gl, RTLD_DL_LINKMAP) && gl == l &&
-		    boot_object_of(g) != self && defined_at(g))
+		    defined_at(g))
 			found = g;
 		dlclose(h);
 	}
