@@ -19,7 +19,6 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 
-#include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
@@ -33,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "framename.h"
+#include "demangle.h"
 #include "keymap.h"
 #include "profmerge.h"
 
@@ -45,67 +44,6 @@ void sym_options_default(sym_options *o)
 	o->progress = true;
 	o->require_main = true;
 	o->warn = true;
-}
-
-/* ---- demangling ------------------------------------------------------ */
-
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-
-/* __cxa_demangle from libstdc++, looked up once per process. */
-static cxa_demangle_fn demangler(void)
-{
-	static int tried;
-	static cxa_demangle_fn fn;
-	if (!tried) {
-		tried = 1;
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		if (h)
-			*(void **)&fn = dlsym(h, "__cxa_demangle");
-	}
-	return fn;
-}
-
-/* Drop a Rust legacy hash suffix "::h" + 16 hex digits, in place. */
-static void strip_rust_hash(char *s)
-{
-	size_t n = strlen(s);
-	if (n < 19 || strncmp(s + n - 19, "::h", 3))
-		return;
-	for (size_t i = n - 16; i < n; i++)
-		if (!strchr("0123456789abcdef", s[i]))
-			return;
-	s[n - 19] = 0;
-}
-
-/*
- * Drop the parameter list (and trailing qualifiers) and the return type
- * of a demangled C++ name: "ns::f(int) const" -> "ns::f", "void
- * ns::g<int>(int)" -> "ns::g<int>", the way profilers show functions (and
- * so that pprof's drop_frames regex sees names without return types);
- * framename.h knows which brackets are not parameter lists (operator(),
- * lambdas, "(anonymous namespace)").
- */
-static void strip_params(char *s)
-{
-	size_t start, end = fn_params_start(s, &start);
-	s[end] = 0;
-	memmove(s, s + start, end - start + 1);
-}
-
-char *sym_demangle(const char *name)
-{
-	if (!name || strncmp(name, "_Z", 2))
-		return NULL; /* Rust v0 (_R...) is left mangled: no demangler */
-	cxa_demangle_fn fn = demangler();
-	int status = -1;
-	char *d = fn ? fn(name, NULL, NULL, &status) : NULL;
-	if (!d || status) {
-		free(d);
-		return NULL;
-	}
-	strip_rust_hash(d);
-	strip_params(d);
-	return d;
 }
 
 /* ---- object files ---------------------------------------------------- */
@@ -338,14 +276,18 @@ struct rawframe {
 	int line, col;
 };
 
-/* Display name: demangled linkage name, else plain name, else symbol. */
+/*
+ * Display name: demangled linkage name, else plain name, else symbol. A
+ * plain name can itself be mangled: LLVM's line-tables-only DWARF (Rust's
+ * prebuilt standard library) names each function by its symbol.
+ */
 static char *display_name(const char *linkage, const char *plain)
 {
-	char *d = linkage ? sym_demangle(linkage) : NULL;
+	char *d = linkage ? fn_demangle(linkage) : NULL;
 	if (d)
 		return d;
 	if (plain)
-		return strdup(plain);
+		return (d = fn_demangle(plain)) ? d : strdup(plain);
 	return linkage ? strdup(linkage) : NULL;
 }
 

@@ -6,9 +6,7 @@
  * via build ID or .gnu_debuglink), its build ID is checked against the
  * profile's (a mismatch is reported once and that mapping's frames stay
  * unsymbolized), and each unique (file, offset) is looked up once. C++ and
- * Rust names are demangled through libstdc++'s __cxa_demangle, loaded with
- * dlopen at run time so the CLI has no C++ link dependency; Rust legacy
- * names lose their "::h<16 hex>" hash suffix.
+ * Rust names are demangled (demangle.h).
  *
  * The result is a new profile, identical to the input but with Function and
  * Line entries filled and has_functions/has_filenames/has_line_numbers/
@@ -52,11 +50,5 @@ typedef struct sym_stats {
 int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 			  ap_profile **out, sym_stats *stats, char *err,
 			  size_t errlen);
-
-/*
- * Demangle a C++ (Itanium) or Rust legacy symbol; returns a malloc'd string
- * or NULL when name is not mangled or no demangler is available.
- */
-char *sym_demangle(const char *name);
 
 #endif
