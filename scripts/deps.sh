@@ -4,10 +4,12 @@
 # Usage: scripts/deps.sh [build|test|bench]   (each level includes the ones before)
 set -euo pipefail
 level=${1:-test}
-build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev libelf-dev)
+build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev libelf-dev
+       libiberty-dev)
 test=(valgrind strace prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
       libgoogle-perftools-dev libmimalloc-dev libmimalloc2.0 python3 sqlite3 git curl
-      libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin musl-tools)
+      libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin musl-tools
+      rustc)
 bench=(heaptrack gnuplot-nox hyperfine strace)
 want=("${build[@]}")
 [ "$level" = build ] || want+=("${test[@]}")
