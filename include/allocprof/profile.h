@@ -352,7 +352,9 @@ AP_API int ap_profile_hist_comment_decode(const char *comment,
  */
 AP_API int ap_profile_drop_alloc_frames(ap_profile *p);
 /* The regex (RE2, whole names): allocator entry points, allocprof's
- * runtime, the C++ allocators, containers and strings. */
+ * runtime, the C++ allocators, containers and strings, Rust's allocation
+ * machinery (the alloc crate, std's collections, hashbrown, the
+ * __rust_alloc shims). */
 AP_API extern const char *const ap_profile_alloc_drop_frames;
 
 /* Lookups by id, O(1) expected; NULL when absent. */

@@ -268,12 +268,57 @@ bool fn_is_alloc_entry(const char *f)
 	       !strncmp(f, "_Zdl", 4) || !strncmp(f, "_Zda", 4);
 }
 
+/* Rust's standard library crates and the hash table std's HashMap is
+ * built on, as a path starts ("alloc::raw_vec::finish_grow"). */
+static bool rust_library_path(const char *p)
+{
+	static const char *const crates[] = {"alloc::", "core::", "std::",
+					     "hashbrown::"};
+	for (size_t i = 0; i < sizeof crates / sizeof crates[0]; i++)
+		if (starts(p, crates[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A Rust name qualified by its impl, "<T>::m" or "<T as Trait>::m", is the
+ * library's when T is a library type (<alloc::string::String as
+ * core::clone::Clone>::clone), or when T names no path of the program's
+ * (a primitive, slice or generic parameter) and the trait is the
+ * library's (<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem).
+ * <main::Config as core::clone::Clone>::clone is the program's own code.
+ */
+static bool rust_library_impl(const char *name)
+{
+	const char *t = name + 1;
+	while (*t == '&' || *t == '*' || starts(t, "mut ") || starts(t, "const "))
+		t += *t == '&' || *t == '*' ? 1 : *t == 'm' ? 4 : 6;
+	if (rust_library_path(t) || (*t == '[' && rust_library_path(t + 1)))
+		return true;
+	/* the self type's end at bracket depth 0: " as " or the closing '>' */
+	int depth = 0;
+	const char *p = t;
+	for (; *p; p++) {
+		if (*p == '<' || *p == '[' || *p == '(')
+			depth++;
+		else if ((*p == '>' || *p == ']' || *p == ')') && depth-- == 0)
+			return false; /* <T>::m, T not the library's */
+		else if (depth == 0 && (starts(p, "::") || *p == ' '))
+			break;
+	}
+	return depth == 0 && starts(p, " as ") && rust_library_path(p + 4);
+}
+
 bool fn_is_std_frame(const char *name)
 {
 	static const char *const spaces[] = {"std::", "__gnu_cxx::", "__gnu_debug::",
-					     "__cxxabiv1::", "__cxa_"};
+					     "__cxxabiv1::", "__cxa_",
+					     /* Rust: the allocator shims */
+					     "__rust_", "__rdl_", "__rg_"};
 	if (!name)
 		return false;
+	if (rust_library_path(name) || (name[0] == '<' && rust_library_impl(name)))
+		return true;
 	/* skip a return type: the last space before the name's first
 	 * bracket ("void std::vector<int>::_M_realloc_insert<int>") */
 	const char *p = name, *sp;
@@ -294,6 +339,23 @@ bool fn_is_runtime_object(const char *path)
 	base = base ? base + 1 : path;
 	return starts(base, "libstdc++") || starts(base, "libc++") ||
 	       starts(base, "libsupc++");
+}
+
+bool fn_is_rust_library_source(const char *path)
+{
+	/* rustc's library tree as its debug information names it:
+	 * "/rustc/HASH/library/alloc/src/..." for rustup's toolchains,
+	 * "library/alloc/src/..." in the prebuilt standard library's own
+	 * line tables, "/usr/src/rustc-1.63.0/library/..." for Debian's; and
+	 * the crates the standard library vendors (hashbrown) */
+	static const char *const dirs[] = {"library/alloc/src/", "library/core/src/",
+					   "library/std/src/", "/rust/deps/"};
+	for (size_t i = 0; path && i < sizeof dirs / sizeof dirs[0]; i++) {
+		const char *p = strstr(path, dirs[i]);
+		if (p && (p == path || p[-1] == '/' || dirs[i][0] == '/'))
+			return true;
+	}
+	return false;
 }
 
 bool fn_is_std_header(const char *path)

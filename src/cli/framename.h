@@ -56,7 +56,12 @@ bool fn_is_alloc_entry(const char *name);
 /*
  * Whether a frame belongs to the C++ standard library or its ABI runtime
  * by name: namespaces std (libstdc++ and libc++'s std::__1), __gnu_cxx,
- * __gnu_debug, __cxxabiv1, and the __cxa_* entry points. Reports skip such
+ * __gnu_debug, __cxxabiv1, and the __cxa_* entry points; or to Rust's
+ * standard library: the crates alloc, core and std, the hashbrown tables
+ * under std's HashMap, their impls ("<alloc::string::String as
+ * core::clone::Clone>::clone", "<u8 as alloc::...>::from_elem", not
+ * "<main::Config as core::clone::Clone>::clone") and the allocator shims
+ * (__rust_alloc, __rdl_alloc, __rg_alloc). Reports skip such
  * frames only at the leaf end of a stack: the allocator classes, the
  * containers' and strings' internals and their public methods
  * (push_back, operator[]) all lead to the user's function that called
@@ -75,5 +80,14 @@ bool fn_is_runtime_object(const char *path);
  * linkage name, only an unqualified one (GCC, for templates instantiated
  * over a lambda: "_M_create<...>" of std::function's manager). */
 bool fn_is_std_header(const char *path);
+
+/* Whether a frame's source file is in Rust's standard library
+ * (".../library/alloc/src/...", core and std alike, and the crates std
+ * vendors under /rust/deps/). Rust's DWARF names inlined library
+ * functions unqualified ("alloc", "allocate", "do_alloc"), so an inlined
+ * frame is told by its file. Only inlined frames: a function's own frame
+ * can carry a library line where inlining left no trace in DWARF
+ * (Box::new's allocation inside the user's function). */
+bool fn_is_rust_library_source(const char *path);
 
 #endif /* ALLOCPROF_CLI_FRAMENAME_H */

@@ -259,7 +259,9 @@ static int expand_locations(struct build *b)
 			v->drop[v->nlframes - 1] =
 				preload || skipped(b, f->function) ? DROP_ALLOC
 				: cxxlib || fn_is_std_frame(f->function) ||
-						fn_is_std_header(f->file)
+						fn_is_std_header(f->file) ||
+						(f->inlined &&
+						 fn_is_rust_library_source(f->file))
 					? DROP_CXX
 					: DROP_NONE;
 		}

@@ -12,7 +12,8 @@
  * the output streams and string buffers (a `buf << x` is the caller's).
  * std::function's call operator, std::thread and the algorithms are left
  * out on purpose: a cut there would hide the user's callbacks and, for
- * threads, every frame under start_thread.
+ * threads, every frame under start_thread. Rust's allocation machinery
+ * likewise (AP_RUST_ALLOC).
  *
  * Names come in two forms: pprof's own symbolization (no template
  * arguments) and allocprof's (convert --symbolize: template arguments);
@@ -57,12 +58,27 @@
 	AP_STD_PREFIX AP_STD_NAMES AP_TEMPLATE_ARGS_OPEN "|"                 \
 	"(std|__gnu_cxx)::operator<<( " AP_TEMPLATE_ARGS ")?"
 
+/*
+ * Rust: the alloc crate (its allocator calls, RawVec, Vec, String, Box,
+ * format!, and the impls on its types, "<alloc::raw_vec::RawVecInner>::
+ * finish_grow", or of its traits, "<u8 as alloc::vec::...>::from_elem"),
+ * std's collections and the hashbrown tables under its HashMap, and the
+ * allocator shims. Not std or core as a whole: every Rust program's stack
+ * starts in std::rt::lang_start and runs the user's main through
+ * core::ops::function, where a cut would remove the whole program.
+ */
+#define AP_RUST_ALLOC                                                        \
+	"alloc::.*|<alloc::.*|<[^ ]* as alloc::.*|"                           \
+	"std::collections::.*|<std::collections::.*|"                        \
+	"hashbrown::.*|<hashbrown::.*|"                                       \
+	"__rust_(alloc|alloc_zeroed|realloc|dealloc)|__rdl_.*|__rg_.*"
+
 const char *const ap_profile_alloc_drop_frames =
 	"malloc|calloc|realloc|reallocarray|free|posix_memalign|"
 	"aligned_alloc|memalign|valloc|pvalloc|strdup|strndup|__strn?dup|"
 	"__libc_(malloc|calloc|realloc|memalign|valloc|pvalloc)|"
 	"operator (new|delete) ?(\\[\\])?(\\(.*)?|_Zn[wa].*|_Zd[la].*|"
-	"ap_runtime_.*|allocprof_.*|" AP_STD_ALLOC;
+	"ap_runtime_.*|allocprof_.*|" AP_STD_ALLOC "|" AP_RUST_ALLOC;
 
 int ap_profile_drop_alloc_frames(ap_profile *p)
 {

@@ -185,3 +185,46 @@ AP_TEST(std_frames)
 	AP_CHECK(!fn_is_std_header("std_function.h"));
 	AP_CHECK(!fn_is_std_header(NULL));
 }
+
+/* Rust's standard library as libiberty demangles it (v0 and legacy). */
+AP_TEST(rust_library_frames)
+{
+	static const char *const yes[] = {
+		"alloc::alloc::alloc", "alloc::fmt::format::format_inner",
+		"<alloc::raw_vec::RawVecInner>::finish_grow",
+		"<alloc::raw_vec::RawVec<std::ffi::os_str::OsString>>::grow_one",
+		"<alloc::string::String as core::clone::Clone>::clone",
+		"<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+		"<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem",
+		"<[u8] as alloc::slice::hack::ConvertVec>::to_vec",
+		"<&str as alloc::string::ToString>::to_string",
+		"<std::sync::once::Once>::call_once_force::<>::{closure#0}",
+		"hashbrown::raw::RawTable<>::reserve_rehash",
+		"<hashbrown::raw::RawTableInner>::reserve_rehash_inner",
+		"std::collections::hash::map::HashMap<K,V,S>::insert",
+		"core::ptr::drop_in_place<alloc::vec::Vec<u8>>",
+		"std::rt::lang_start::{{closure}}",
+		"__rust_alloc", "__rust_realloc", "__rdl_alloc", "__rg_alloc",
+	};
+	static const char *const no[] = {
+		"main::build_index", "rs_sites::make_boxes::{closure#0}",
+		"<main::Config as core::clone::Clone>::clone",
+		"<&main::Config as core::fmt::Display>::fmt",
+		"<main::Pool>::grow", "<T as main::Reset>::reset",
+		"<u8 as myalloc::Pool>::take", "allocator::pool::take",
+		"corelib::f", "<alloc_helpers::Arena>::take", "<", "<u8",
+	};
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		AP_CHECK_MSG(fn_is_std_frame(yes[i]), "'%s' not the library's", yes[i]);
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		AP_CHECK_MSG(!fn_is_std_frame(no[i]), "'%s' taken for the library", no[i]);
+	AP_CHECK(fn_is_rust_library_source(
+		"/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/alloc.rs"));
+	AP_CHECK(fn_is_rust_library_source("library/alloc/src/raw_vec/mod.rs"));
+	AP_CHECK(fn_is_rust_library_source("/usr/src/rustc-1.63.0/library/std/src/rt.rs"));
+	AP_CHECK(fn_is_rust_library_source("/rust/deps/hashbrown-0.16.1/src/raw/mod.rs"));
+	AP_CHECK(!fn_is_rust_library_source("/home/me/app/src/main.rs"));
+	AP_CHECK(!fn_is_rust_library_source("/home/me/mylibrary/alloc/src/lib.rs"));
+	AP_CHECK(!fn_is_rust_library_source("/home/me/weblibrary/core/src/x.rs"));
+	AP_CHECK(!fn_is_rust_library_source(NULL));
+}

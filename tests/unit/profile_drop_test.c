@@ -63,6 +63,14 @@ AP_TEST(names_the_machinery)
 		"std::vector<std::function<void ",
 		"std::_Function_base::_Base_manager<main::{lambda",
 		"std::map<int, void ",
+		/* Rust's allocation machinery (libiberty's names) */
+		"alloc::alloc::exchange_malloc", "alloc::fmt::format::format_inner",
+		"<alloc::raw_vec::RawVecInner>::finish_grow",
+		"<alloc::string::String as core::clone::Clone>::clone",
+		"<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem",
+		"hashbrown::raw::RawTable<>::reserve_rehash",
+		"std::collections::hash::map::HashMap<K,V,S>::insert",
+		"__rust_alloc", "__rdl_alloc", "__rg_alloc",
 	};
 	static const char *const no[] = {
 		"main", "fill_vector", "xmalloc", "malloc_wrapper", "Widget::Widget",
@@ -79,6 +87,12 @@ AP_TEST(names_the_machinery)
 		"operator<<", "app::operator<<", "std::operator<<x",
 		/* a user's template function named with its return type */
 		"std::vector<int, std::allocator<int> > make_list<int>",
+		/* every Rust program runs main under std::rt and core::ops:
+		 * a cut there would remove the program */
+		"std::rt::lang_start_internal", "std::rt::lang_start::{{closure}}",
+		"std::sys::backtrace::__rust_begin_short_backtrace",
+		"core::ops::function::FnOnce::call_once", "main::main",
+		"<main::Config as core::clone::Clone>::clone", "myalloc::alloc",
 	};
 	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
 		AP_CHECK_MSG(matches(yes[i]) == 1, "'%s' not matched", yes[i]);

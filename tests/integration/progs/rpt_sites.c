@@ -75,10 +75,11 @@ void *cxx_node(size_t n)
 	return p;
 }
 
-/* core::fmt::write, Rust legacy mangling with its hash */
-__attribute__((noinline)) void *rust_write(size_t n)
-	__asm__("_ZN4core3fmt5write17h0123456789abcdefE");
-void *rust_write(size_t n)
+/* server::cache::insert, Rust legacy mangling with its hash (a function
+ * of the program's own crate: the standard library's are skipped) */
+__attribute__((noinline)) void *rust_insert(size_t n)
+	__asm__("_ZN6server5cache6insert17h0123456789abcdefE");
+void *rust_insert(size_t n)
 {
 	void *p = malloc(n); line_rust = __LINE__;
 	return p;
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
 	make_big();
 	make_zeroed();
 	keep[nkeep++] = cxx_node(24);
-	keep[nkeep++] = rust_write(40);
+	keep[nkeep++] = rust_insert(40);
 	if (argc > 1 && !strcmp(argv[1], "--truth")) {
 		printf("make_nodes %d %d %d %d %d\n", 48 * N_NODES, N_NODES,
 		       48 * (N_NODES / 2), N_NODES / 2, line_nodes);
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
 		printf("make_zeroed %d %d %d %d %d\n", 200 * 10, 10, 200 * 10, 10,
 		       line_zeroed);
 		printf("ns::Parser::node %d %d %d %d %d\n", 24, 1, 24, 1, line_cxx);
-		printf("core::fmt::write %d %d %d %d %d\n", 40, 1, 40, 1, line_rust);
+		printf("server::cache::insert %d %d %d %d %d\n", 40, 1, 40, 1, line_rust);
 	}
 	return 0;
 }
