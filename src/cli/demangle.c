@@ -5,33 +5,44 @@
 #include "demangle.h"
 
 #include <libiberty/demangle.h>
-#include <stdbool.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "framename.h"
 
+/*
+ * A demangled name longer than this is given up. Back-references let a
+ * short mangled name expand exponentially (80 bytes of Rust v0 became
+ * more than 2 GiB under the fuzzer); the longest real names, deep C++
+ * template instantiations, stay well below it.
+ */
+#define DM_MAX_LEN ((size_t)1 << 20)
+
 /* What a demangler writes, piece by piece. */
 struct dmbuf {
 	char *s;
 	size_t len, cap;
-	bool oom;
+	jmp_buf stop; /* taken when the name is too long or memory runs out */
 };
 
+/*
+ * libiberty's callback demanglers keep their state on the stack and
+ * allocate nothing, so leaving one by longjmp from its callback loses
+ * nothing: it is how a name that would not end is cut short.
+ */
 static void dm_append(const char *piece, size_t n, void *opaque)
 {
 	struct dmbuf *b = opaque;
-	if (b->oom)
-		return;
+	if (n > DM_MAX_LEN - b->len)
+		longjmp(b->stop, 1);
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 128;
 		while (cap < b->len + n + 1)
 			cap *= 2;
 		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
-		}
+		if (!s)
+			longjmp(b->stop, 1);
 		b->s = s;
 		b->cap = cap;
 	}
@@ -40,13 +51,29 @@ static void dm_append(const char *piece, size_t n, void *opaque)
 	b->s[b->len] = 0;
 }
 
-/* The buffer's string when the demangler succeeded, else NULL. */
-static char *dm_result(struct dmbuf *b, int ok)
+enum dm_kind { DM_RUST, DM_CXX };
+
+/* The name demangled by one of the demanglers (malloc'd), or NULL. */
+static char *dm_run(const char *name, enum dm_kind kind)
 {
-	if (ok && !b->oom && b->s)
-		return b->s;
-	free(b->s);
-	return NULL;
+	/* volatile: read after a longjmp back into this frame */
+	struct dmbuf *volatile b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	int ok = 0;
+	if (!setjmp(b->stop))
+		/* Rust without DMGL_VERBOSE leaves the hash out; C++ with the
+		 * options libstdc++'s __cxa_demangle uses, so names read as
+		 * c++filt prints them */
+		ok = kind == DM_RUST
+			     ? rust_demangle_callback(name, 0, dm_append, b)
+			     : cplus_demangle_v3_callback(name, DMGL_PARAMS | DMGL_TYPES,
+							  dm_append, b);
+	char *d = ok && b->s ? b->s : NULL;
+	if (!d)
+		free(b->s);
+	free(b);
+	return d;
 }
 
 /* Drop the parameter list (and trailing qualifiers) and the return type of
@@ -63,18 +90,11 @@ char *fn_demangle(const char *name)
 	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
 	/* Rust first: its legacy names are valid C++ manglings too, which
-	 * would keep the hash ("main::f::h0123456789abcdef"). Without
-	 * DMGL_VERBOSE the demangler leaves the hash out. */
-	struct dmbuf b = {0};
-	char *d = dm_result(&b, rust_demangle_callback(name, 0, dm_append, &b));
+	 * would keep the hash ("main::f::h0123456789abcdef") */
+	char *d = dm_run(name, DM_RUST);
 	if (d || name[1] != 'Z')
 		return d;
-	/* The options libstdc++'s __cxa_demangle uses, so names read as
-	 * c++filt prints them. */
-	b = (struct dmbuf){0};
-	d = dm_result(&b, cplus_demangle_v3_callback(name, DMGL_PARAMS | DMGL_TYPES,
-						     dm_append, &b));
-	if (d)
+	if ((d = dm_run(name, DM_CXX)))
 		strip_params(d);
 	return d;
 }

@@ -8,14 +8,7 @@
 #include <string.h>
 
 #include "allocprof/hist.h"
-
-#define REQUIRE(c)                                                           \
-	do {                                                                 \
-		if (!(c))                                                    \
-			__builtin_trap();                                    \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 /* Exercise the read side on a decoded snapshot; seed picks parameters. */
 static void exercise(const ap_hist_snap *s, unsigned seed)

@@ -7,14 +7,7 @@
 #include <string.h>
 
 #include "allocprof/hist.h"
-
-#define REQUIRE(c)                                                           \
-	do {                                                                 \
-		if (!(c))                                                    \
-			__builtin_trap();                                    \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,14 +10,7 @@
 #include <string.h>
 
 #include "allocprof/timeline.h"
-
-#define REQUIRE(c)                                                           \
-	do {                                                                 \
-		if (!(c))                                                    \
-			__builtin_trap();                                    \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static void timeline(const uint8_t *d, size_t n)
 {

@@ -3,7 +3,7 @@
  * parameter list and return type dropped; Rust v0 names (rustup's
  * standard library) and legacy ones (with the hash, the "$u7b$" escapes
  * and LLVM's ".llvm.N" suffix), all as a reader expects; and everything
- * that is not a mangled name, or is a broken one, gives NULL.
+ * that is not a mangled name, or is a broken or endless one, gives NULL.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +56,14 @@ AP_TEST(leaves_other_names)
 		free(d);
 	}
 	AP_CHECK(fn_demangle(NULL) == NULL);
+}
+
+/* 80 bytes of Rust v0 whose back-references expand past 2 GiB (found by
+ * tests/fuzz/cli_names_fuzz.c): given up once the name passes 1 MiB. */
+AP_TEST(gives_up_on_endless_names)
+{
+	char *d = fn_demangle("_RNvXs4_NtCslNu3iFV_5alloc6striFFFFFFFFGFFFFFFFFFFFFFF"
+			      "liballocprof_preloadriD");
+	AP_CHECK_MSG(d == NULL, "demangled to %zu bytes", d ? strlen(d) : 0);
+	free(d);
 }
