@@ -99,3 +99,21 @@ int elfdyn_machine(const char *path)
 	close(fd);
 	return rc;
 }
+
+int elfdyn_has_interp(const char *path)
+{
+	int fd;
+	Elf *e = open_elf(path, &fd);
+	if (!e)
+		return AP_EIO;
+	size_t n;
+	int rc = elf_getphdrnum(e, &n) ? AP_ECORRUPT : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+			rc = 1;
+	}
+	elf_end(e);
+	close(fd);
+	return rc;
+}

@@ -1,7 +1,8 @@
 /*
  * elfdyn.h: what `allocprof attach` needs from ELF files on disk (libelf):
  * a dynamic symbol's address relative to the object's load base, and the
- * machine a file was built for.
+ * machine a file was built for; and for `allocprof run`, whether a program
+ * is linked dynamically at all.
  */
 #ifndef ALLOCPROF_CLI_ELFDYN_H
 #define ALLOCPROF_CLI_ELFDYN_H
@@ -18,5 +19,10 @@ int elfdyn_lookup(const char *path, const char *name, uint64_t *offset);
 
 /* e_machine of path (EM_X86_64...), or a negative AP_E* code. */
 int elfdyn_machine(const char *path);
+
+/* Whether path names a dynamic loader (PT_INTERP): 1 or 0, or a negative
+ * AP_E* code (unreadable, not ELF). A statically linked program has none,
+ * and nothing LD_PRELOAD names is ever loaded into it. */
+int elfdyn_has_interp(const char *path);
 
 #endif

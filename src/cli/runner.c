@@ -20,6 +20,7 @@
 
 #include "allocprof/fileio.h"
 #include "cli_util.h"
+#include "elfdyn.h"
 #include "profload.h"
 #include "symbolize.h"
 
@@ -220,6 +221,46 @@ static int set_preload(const char *lib)
 	int rc = setenv("LD_PRELOAD", v, 1);
 	free(v);
 	return rc;
+}
+
+/* program as execvp finds it, into out (cap bytes); false when not found. */
+static bool find_program(const char *program, char *out, size_t cap)
+{
+	if (strchr(program, '/'))
+		return snprintf(out, cap, "%s", program) < (int)cap;
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		int len = (int)(end - p);
+		/* an empty entry is the current directory */
+		if (snprintf(out, cap, "%.*s%s%s", len, p, len ? "/" : "", program) <
+			    (int)cap &&
+		    access(out, X_OK) == 0)
+			return true;
+		if (!*end)
+			return false;
+		p = end;
+	}
+}
+
+const char *runner_no_preload_reason(const char *program)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (!program || !find_program(program, path, sizeof path) || stat(path, &st))
+		return NULL;
+	if (elfdyn_has_interp(path) == 0)
+		return "is statically linked: the dynamic loader never runs, so "
+		       "LD_PRELOAD cannot load the runtime into it";
+	/* the loader's secure mode: it then preloads only from system
+	 * directories, and only libraries that are set-user-ID themselves */
+	if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+	    ((st.st_mode & S_ISGID) && st.st_gid != getegid()))
+		return "is set-user-ID or set-group-ID: the dynamic loader "
+		       "ignores LD_PRELOAD's paths for it";
+	return NULL;
 }
 
 int runner_run_child(char **argv, const char *lib, const char *options,

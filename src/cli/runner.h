@@ -51,6 +51,15 @@ void runner_files_free(runner_files *s);
 size_t runner_symbolize_files(char *const *paths, size_t n, bool warn);
 
 /*
+ * Why the dynamic loader would not preload the runtime into program (a
+ * command name is looked up in PATH as execvp does): statically linked,
+ * or set-user-ID or set-group-ID for someone else, where the loader
+ * ignores LD_PRELOAD's paths. A static phrase ("is statically linked"),
+ * or NULL when nothing says it would not.
+ */
+const char *runner_no_preload_reason(const char *program);
+
+/*
  * Start argv[0] with the runtime lib preloaded and ALLOCPROF_OPTIONS set to
  * options, and wait for it. Returns the exit status to pass on (the
  * program's; 128+N after signal N; 127 not found, 126 not executable, each

@@ -141,4 +141,30 @@ head -1 "$h" | grep -q '^heap_v2/524288$' || fail "heap_v2 header: $(head -1 "$h
 expect_status 0 "$CLI" run -o "$TMP/e.%p.pb.gz" -- echo hello
 [ "$(cat "$TMP/out")" = hello ] || fail "stdout altered: $(cat "$TMP/out")"
 
+# A program the loader cannot preload into: the program runs with its own
+# status, and the message says why no profile came (not only that none
+# did). Statically linked (found through PATH too), then set-user-ID for
+# another user (only when running as root, who can make one).
+printf 'int main(void) { return 3; }\n' >"$TMP/st.c"
+if cc -static -o "$TMP/bin/static3" "$TMP/st.c" 2>/dev/null; then
+	expect_status 3 "$CLI" run -o "$TMP/st.%p.pb.gz" -- "$TMP/bin/static3"
+	grep -q "no profile was written: $TMP/bin/static3 is statically linked" "$TMP/err" ||
+		fail "static program: $(cat "$TMP/err")"
+	PATH=$TMP/bin:$PATH expect_status 3 "$CLI" run -o "$TMP/st.%p.pb.gz" -- static3
+	grep -q "no profile was written: static3 is statically linked" "$TMP/err" ||
+		fail "static program through PATH: $(cat "$TMP/err")"
+else
+	echo "static part skipped: no static libc to link with" >&2
+fi
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	cp "$(type -P true)" "$TMP/bin/sutrue"
+	chown nobody "$TMP/bin/sutrue" && chmod u+s,a+rx "$TMP/bin/sutrue" "$TMP" "$TMP/bin"
+	expect_status 0 "$CLI" run -o "$TMP/su.%p.pb.gz" -- "$TMP/bin/sutrue"
+	grep -q "sutrue is set-user-ID or set-group-ID: the dynamic loader ignores" "$TMP/err" ||
+		fail "set-user-ID program: $(cat "$TMP/err")"
+fi
+# An ordinary program that writes no profile keeps the plain message.
+expect_status 0 "$CLI" run -o "$TMP/none.%p.pb.gz" -e dump_at_exit=0 -- true
+grep -q "no profile was written (pattern " "$TMP/err" || fail "plain case: $(cat "$TMP/err")"
+
 echo "run cli: ok"
