@@ -372,9 +372,9 @@ int ap_cmd_run(int argc, char **argv)
 			ap_cli_error("no profile was written: the program "
 				     "died of signal %d (%s) before its "
 				     "exit dump", signo, strsignal(signo));
-		else if (!o.quiet && runner_no_preload_reason(argv[cmd]))
+		else if (!o.quiet && runner_no_profile_reason(argv[cmd]))
 			ap_cli_error("no profile was written: %s %s", argv[cmd],
-				     runner_no_preload_reason(argv[cmd]));
+				     runner_no_profile_reason(argv[cmd]));
 		else if (!o.quiet)
 			ap_cli_error("no profile was written (pattern %s)",
 				     pattern);

@@ -117,3 +117,24 @@ int elfdyn_has_interp(const char *path)
 	close(fd);
 	return rc;
 }
+
+int elfdyn_is_go(const char *path)
+{
+	int fd;
+	Elf *e = open_elf(path, &fd);
+	if (!e)
+		return AP_EIO;
+	size_t shstrndx;
+	int rc = elf_getshdrstrndx(e, &shstrndx) ? AP_ECORRUPT : 0;
+	for (Elf_Scn *scn = NULL; rc == 0 && (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		const char *name = gelf_getshdr(scn, &sh)
+					   ? elf_strptr(e, shstrndx, sh.sh_name)
+					   : NULL;
+		if (name && !strcmp(name, ".note.go.buildid"))
+			rc = 1;
+	}
+	elf_end(e);
+	close(fd);
+	return rc;
+}

@@ -25,4 +25,8 @@ int elfdyn_machine(const char *path);
  * and nothing LD_PRELOAD names is ever loaded into it. */
 int elfdyn_has_interp(const char *path);
 
+/* Whether path was linked by Go's linker (a ".note.go.buildid" section):
+ * 1 or 0, or a negative AP_E* code. */
+int elfdyn_is_go(const char *path);
+
 #endif

@@ -245,7 +245,7 @@ static bool find_program(const char *program, char *out, size_t cap)
 	}
 }
 
-const char *runner_no_preload_reason(const char *program)
+const char *runner_no_profile_reason(const char *program)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -260,6 +260,9 @@ const char *runner_no_preload_reason(const char *program)
 	    ((st.st_mode & S_ISGID) && st.st_gid != getegid()))
 		return "is set-user-ID or set-group-ID: the dynamic loader "
 		       "ignores LD_PRELOAD's paths for it";
+	if (elfdyn_is_go(path) == 1)
+		return "is a Go program, which exits without running exit "
+		       "handlers: add -e interval=1s for periodic profiles";
 	return NULL;
 }
 

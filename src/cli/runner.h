@@ -51,13 +51,14 @@ void runner_files_free(runner_files *s);
 size_t runner_symbolize_files(char *const *paths, size_t n, bool warn);
 
 /*
- * Why the dynamic loader would not preload the runtime into program (a
- * command name is looked up in PATH as execvp does): statically linked,
- * or set-user-ID or set-group-ID for someone else, where the loader
- * ignores LD_PRELOAD's paths. A static phrase ("is statically linked"),
- * or NULL when nothing says it would not.
+ * Why program (a command name is looked up in PATH as execvp does) can
+ * have written no profile by the time it exits: statically linked, or
+ * set-user-ID or set-group-ID for someone else, where the dynamic loader
+ * does not preload the runtime; or written in Go, whose runtime ends the
+ * process without the exit handlers that write the exit profile. A
+ * static phrase ("is statically linked: ..."), or NULL when nothing says.
  */
-const char *runner_no_preload_reason(const char *program);
+const char *runner_no_profile_reason(const char *program);
 
 /*
  * Start argv[0] with the runtime lib preloaded and ALLOCPROF_OPTIONS set to

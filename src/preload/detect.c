@@ -9,7 +9,9 @@
 #include "detect.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,6 +68,47 @@ static bool malloc_reaches_runtime(void *found, void *found_free)
 	if (p && f)
 		f(p);
 	return seen;
+}
+
+/* Does the object have a Go build-ID note ("Go", type 4) in a PT_NOTE
+ * segment? Go's linker puts one in every executable it writes. Read in
+ * memory: no file, no allocation. */
+static int go_note_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+			ElfW(Nhdr) nh;
+			memcpy(&nh, p, sizeof nh);
+			size_t name = (nh.n_namesz + 3u) & ~3u, desc = (nh.n_descsz + 3u) & ~3u;
+			const char *next = p + sizeof nh;
+			if (name > (size_t)(end - next) || desc > (size_t)(end - next) - name)
+				break;
+			/* Go writes the name as "Go\0\0" (size 4) */
+			if (nh.n_type == 4 && (nh.n_namesz == 3 || nh.n_namesz == 4) &&
+			    !memcmp(next, "Go", 3)) {
+				*(bool *)data = true;
+				return 1;
+			}
+			p = next + name + desc;
+		}
+	}
+	return 1; /* the first object is the executable: stop there */
+}
+
+void detect_go_exit(void)
+{
+	bool go = false;
+	dl_iterate_phdr(go_note_cb, &go);
+	if (go && rt.opt.dump_at_exit && !rt.opt.interval_ns)
+		rt_log("this is a Go program: Go ends the process without running "
+		       "exit handlers, so no profile is written at exit; use "
+		       "interval= for periodic profiles, http=, or allocprof attach");
 }
 
 void detect_init(void)

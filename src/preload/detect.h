@@ -24,6 +24,11 @@
 /* At initialisation (guard set): where malloc resolves; the baseline of
  * anonymous resident memory. */
 void detect_init(void);
+/* At initialisation: one line on stderr when the program is written in Go
+ * and the exit dump is the only one asked for. Go's runtime ends the
+ * process with the exit_group system call, never through libc's exit, so
+ * the runtime's exit dump (an atexit handler) does not run. */
+void detect_go_exit(void);
 /* Before a dump: the warning for the profile, or NULL when none applies.
  * Prints it on stderr the first time. */
 const char *detect_warning(void);

@@ -41,6 +41,7 @@
 #include "attach.h"
 #include "boot.h"
 #include "control.h"
+#include "detect.h"
 #include "dump.h"
 #include "http_runtime.h"
 #include "memstat.h"
@@ -262,6 +263,8 @@ static bool do_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	dumper_configure();
 	procs_init();
+	if (!rt_attached)
+		detect_go_exit();
 	if (rt.opt.verbose)
 		rt_log("profiling pid %ld: rate=%llu unwinder=%s max_depth=%llu "
 		       "output=%s sampled-block range=%zu MiB",

@@ -163,6 +163,51 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	grep -q "sutrue is set-user-ID or set-group-ID: the dynamic loader ignores" "$TMP/err" ||
 		fail "set-user-ID program: $(cat "$TMP/err")"
 fi
+# A Go program (with cgo, so it is dynamically linked and its C code's
+# malloc is profiled) ends with the exit_group system call, not libc's
+# exit: the exit profile never comes. The runtime says so as it starts,
+# run says so at the end, and periodic profiles (interval=) do come.
+if command -v go >/dev/null && command -v gcc >/dev/null; then
+	mkdir -p "$TMP/gosrc" "$TMP/gohome"
+	cat >"$TMP/gosrc/main.go" <<'EOF'
+package main
+
+// #include <stdlib.h>
+// static void *c_alloc(size_t n) { return malloc(n); }
+import "C"
+import (
+	"time"
+	"unsafe"
+)
+
+var keep []unsafe.Pointer
+
+func main() {
+	for i := 0; i < 1000; i++ {
+		keep = append(keep, C.c_alloc(1000))
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+EOF
+	if (cd "$TMP/gosrc" && HOME=$TMP/gohome GOCACHE=$TMP/gocache GOPATH=$TMP/gopath \
+		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= GO111MODULE=off CGO_ENABLED=1 \
+		bounded 300 go build -o "$TMP/bin/gocgo" main.go) >"$TMP/gobuild" 2>&1; then
+		expect_status 0 "$CLI" run -o "$TMP/go.%p.pb.gz" -- "$TMP/bin/gocgo"
+		grep -q "^allocprof: this is a Go program: Go ends the process without running exit handlers" \
+			"$TMP/err" || fail "no Go warning from the runtime: $(cat "$TMP/err")"
+		grep -q "no profile was written: $TMP/bin/gocgo is a Go program" "$TMP/err" ||
+			fail "Go program: $(cat "$TMP/err")"
+		expect_status 0 "$CLI" run -r 1 -e interval=100ms -o "$TMP/goi.%p.pb.gz" -- "$TMP/bin/gocgo"
+		! grep -q "this is a Go program" "$TMP/err" || fail "Go warning despite interval="
+		"$CLI" report --inuse --json --top 0 "$TMP"/goi.*.pb.gz >"$TMP/go.json" ||
+			fail "interval= in Go wrote no readable profile: $(cat "$TMP/err")"
+		grep -q '"function":"c_alloc","file":"[^"]*","line":[0-9]*,"stack":\[[^]]*\],"bytes":1000000,' \
+			"$TMP/go.json" || fail "Go program's C allocations: $(cat "$TMP/go.json")"
+	else
+		echo "Go part skipped: go build failed: $(tail -3 "$TMP/gobuild")" >&2
+	fi
+fi
+
 # An ordinary program that writes no profile keeps the plain message.
 expect_status 0 "$CLI" run -o "$TMP/none.%p.pb.gz" -e dump_at_exit=0 -- true
 grep -q "no profile was written (pattern " "$TMP/err" || fail "plain case: $(cat "$TMP/err")"
