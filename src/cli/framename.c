@@ -164,7 +164,7 @@ size_t fn_params_start(const char *s, size_t *name_start)
 static bool cxx_like(const char *s)
 {
 	return !raw_address(s) &&
-	       (strstr(s, "::") || strchr(s, '(') ||
+	       (strstr(s, "::") || strchr(s, '(') || strstr(s, "[abi:") ||
 		(strchr(s, '<') && !strpbrk(s, "\"'")));
 }
 

@@ -27,6 +27,9 @@ static const char *const names_table[][2] = {
 	 "std::__cxx11::basic_string<>::_M_construct<>"},
 	{"std::__new_allocator<int>::allocate(unsigned long, void const*)",
 	 "std::__new_allocator<>::allocate"},
+	/* a free function returning std::string, as clang's DWARF names it
+	 * (parameters already dropped): the ABI tag alone says C++ */
+	{"format_numbers[abi:cxx11]", "format_numbers"},
 	{"std::_Rb_tree_node<std::pair<int const, int> >* std::_Rb_tree<int, "
 	 "std::pair<int const, int>, std::_Select1st<std::pair<int const, int> >, "
 	 "std::less<int>, std::allocator<std::pair<int const, int> > >::"
