@@ -62,13 +62,19 @@
  * Rust: the alloc crate (its allocator calls, RawVec, Vec, String, Box,
  * format!, and the impls on its types, "<alloc::raw_vec::RawVecInner>::
  * finish_grow", or of its traits, "<u8 as alloc::vec::...>::from_elem"),
- * std's collections and the hashbrown tables under its HashMap, and the
- * allocator shims. Not std or core as a whole: every Rust program's stack
- * starts in std::rt::lang_start and runs the user's main through
+ * std's collections and the hashbrown tables under its HashMap, the
+ * allocator shims, and Iterator::collect, which builds a collection for
+ * its caller as a C++ container's range constructor does (the symbolizer
+ * shows it as an inlined frame above the alloc crate's from_iter impls, so
+ * a cut below it would leave collect, not the caller, as the site). Not
+ * std or core as a whole: every Rust program's stack starts in
+ * std::rt::lang_start and runs the user's main through
  * core::ops::function, where a cut would remove the whole program.
  */
 #define AP_RUST_ALLOC                                                        \
 	"alloc::.*|<alloc::.*|<[^ ]* as alloc::.*|"                           \
+	"core::iter::traits::iterator::Iterator::collect(::<.*)?|"            \
+	"<.* as core::iter::traits::iterator::Iterator>::collect(::<.*)?|"    \
 	"std::collections::.*|<std::collections::.*|"                        \
 	"hashbrown::.*|<hashbrown::.*|"                                       \
 	"__rust_(alloc|alloc_zeroed|realloc|dealloc)|__rdl_.*|__rg_.*"

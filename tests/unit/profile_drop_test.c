@@ -71,6 +71,11 @@ AP_TEST(names_the_machinery)
 		"hashbrown::raw::RawTable<>::reserve_rehash",
 		"std::collections::hash::map::HashMap<K,V,S>::insert",
 		"__rust_alloc", "__rdl_alloc", "__rg_alloc",
+		/* collect, legacy and v0 names: the caller's collection */
+		"core::iter::traits::iterator::Iterator::collect",
+		"<core::iter::adapters::map::Map<core::ops::range::Range<u64>, "
+		"main::f::{closure#0}> as core::iter::traits::iterator::Iterator>"
+		"::collect::<alloc::vec::Vec<u64>>",
 	};
 	static const char *const no[] = {
 		"main", "fill_vector", "xmalloc", "malloc_wrapper", "Widget::Widget",
@@ -93,6 +98,9 @@ AP_TEST(names_the_machinery)
 		"std::sys::backtrace::__rust_begin_short_backtrace",
 		"core::ops::function::FnOnce::call_once", "main::main",
 		"<main::Config as core::clone::Clone>::clone", "myalloc::alloc",
+		/* iterator adapters run the user's closures */
+		"core::iter::traits::iterator::Iterator::for_each",
+		"<core::ops::range::Range<u64> as core::iter::traits::iterator::Iterator>::map",
 	};
 	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
 		AP_CHECK_MSG(matches(yes[i]) == 1, "'%s' not matched", yes[i]);
