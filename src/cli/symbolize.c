@@ -9,7 +9,10 @@
  * search (build ID under /usr/lib/debug/.build-id/xx/rest.debug, then
  * .gnu_debuglink). Inline frames come from the DWARF scopes around the
  * address: each DW_TAG_inlined_subroutine's call_file/call_line is the
- * position in the function it was inlined into.
+ * position in the function it was inlined into. The function DIEs of each
+ * compile unit are indexed by address on the unit's first address
+ * (dwindex.h), so that an address costs a binary search, not a walk of
+ * the unit.
  *
  * The profile is rewritten through hv_profile_merge_ex, which copies it and
  * asks this file for each location's lines; results are cached per (file,
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include "demangle.h"
+#include "dwindex.h"
 #include "keymap.h"
 #include "profmerge.h"
 
@@ -64,6 +68,9 @@ struct symfile {
 	struct fsym *syms; /* sorted by lo; built on first lookup */
 	size_t nsyms;
 	bool syms_built;
+	hv_keymap *cumap; /* (Dwarf, CU DIE offset) -> cus index */
+	dwi_index **cus;   /* NULL: the CU could not be indexed */
+	size_t ncus;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 };
@@ -377,50 +384,60 @@ static const char *symbol_at(struct symfile *f, GElf_Addr a)
 	return sizeless;
 }
 
-static bool is_function(Dwarf_Die *d)
+/*
+ * The function index of the compile unit cu, built on the unit's first
+ * address; NULL when it cannot be built (bad DWARF, out of memory), and
+ * then the unit's addresses take libdw's scope walk. Keyed by the unit's
+ * Dwarf as well as its offset: a split unit has offsets of its own file.
+ */
+static dwi_index *cu_index(struct symfile *f, Dwarf_Die *cu)
 {
-	int tag = dwarf_tag(d);
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-	       tag == DW_TAG_entry_point;
+	uint64_t key[2] = {(uint64_t)(uintptr_t)dwarf_cu_getdwarf(cu->cu),
+			   dwarf_dieoffset(cu)};
+	if (!f->cumap && !(f->cumap = hv_keymap_new()))
+		return NULL;
+	size_t i = hv_keymap_get(f->cumap, key, sizeof key);
+	if (i != SIZE_MAX)
+		return f->cus[i];
+	/* one more slot per unit: a profile meets few units of a file */
+	dwi_index **all = realloc(f->cus, (f->ncus + 1) * sizeof *all);
+	dwi_index *ix = all ? dwi_build(cu) : NULL;
+	if (all)
+		f->cus = all;
+	if (!all || hv_keymap_put(f->cumap, key, sizeof key, f->ncus)) {
+		dwi_free(ix);
+		return NULL;
+	}
+	f->cus[f->ncus++] = ix;
+	return ix;
 }
 
 /*
- * Frames at module address a, innermost first; returns how many.
- * dwarf_getscopes gives the innermost function scope at a; when that is an
- * inlined instance, its physical containers (dwarf_getscopes_die) are the
- * functions it was inlined into, each at the call_file/call_line of the
- * instance inside it.
+ * Frames at module address a, innermost first; returns how many. The
+ * chain of function DIEs at a (dwindex.h) is the innermost function and
+ * the functions it was inlined into, each at the call_file/call_line of
+ * the instance inside it.
  */
 static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *out)
 {
-	size_t n = 0;
+	size_t n = 0, nc = 0;
 	int line = 0, col = 0;
 	Dwfl_Line *ln = dwfl_module_getsrc(f->mod, a);
 	const char *file = ln ? dwfl_lineinfo(ln, NULL, &line, &col, NULL, NULL) : NULL;
 	const char *symname = symbol_at(f, a);
 	Dwarf_Addr dbias;
 	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, &dbias);
-	Dwarf_Die *scopes = NULL, *chain = NULL;
-	int ns = cu ? dwarf_getscopes(cu, a - dbias, &scopes) : 0, nc = 0;
-	int first = 0;
-	bool own_chain = false;
-	while (first < ns && !is_function(&scopes[first]))
-		first++;
-	if (first < ns && dwarf_tag(&scopes[first]) == DW_TAG_inlined_subroutine) {
-		nc = dwarf_getscopes_die(&scopes[first], &chain);
-		own_chain = true;
-	} else if (first < ns) {
-		nc = 1;
-		chain = &scopes[first];
+	Dwarf_Die chain[MAX_INLINE];
+	if (cu) {
+		dwi_index *ix = cu_index(f, cu);
+		nc = ix ? dwi_chain(ix, a - dbias, chain, MAX_INLINE)
+			: dwi_scopes_chain(cu, a - dbias, chain, MAX_INLINE);
 	}
-	Dwarf_Die *prev = NULL; /* the inlined instance inside chain[i] */
-	for (int i = 0; i < nc && n < MAX_INLINE; i++) {
-		if (!is_function(&chain[i]))
-			continue;
-		if (prev) {
-			file = call_file(cu, prev);
-			line = attr_int(prev, DW_AT_call_line);
-			col = attr_int(prev, DW_AT_call_column);
+	for (size_t i = 0; i < nc; i++) {
+		if (i) { /* the inlined instance inside chain[i] */
+			file = call_file(cu, &chain[i - 1]);
+			line = attr_int(&chain[i - 1], DW_AT_call_line);
+			col = attr_int(&chain[i - 1], DW_AT_call_column);
 		}
 		bool outer = dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine;
 		const char *link = die_linkage(&chain[i]);
@@ -433,13 +450,7 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		if (!out[n].name)
 			break;
 		n++;
-		if (outer)
-			break;
-		prev = &chain[i];
 	}
-	if (own_chain)
-		free(chain);
-	free(scopes);
 	if (n == 0 && symname) {
 		out[0] = (struct rawframe){display_name(symname, NULL), symname,
 					   file, line, col};
@@ -635,6 +646,10 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 		if (c.files[i].dwfl)
 			dwfl_end(c.files[i].dwfl);
 		free(c.files[i].syms);
+		for (size_t j = 0; j < c.files[i].ncus; j++)
+			dwi_free(c.files[i].cus[j]);
+		free(c.files[i].cus);
+		hv_keymap_free(c.files[i].cumap);
 		free(c.files[i].path);
 		free(c.files[i].build_id);
 		free(c.files[i].debuginfo_path);
