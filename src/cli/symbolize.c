@@ -59,6 +59,13 @@ struct fsym {
 	int global;
 };
 
+/* A compile unit's address range, as its DIE says (DW_AT_ranges or
+ * low_pc/high_pc), in module addresses. */
+struct curange {
+	Dwarf_Addr lo, hi, bias;
+	Dwarf_Die *cu; /* owned by libdwfl */
+};
+
 struct symfile {
 	char *path, *build_id; /* as in the profile */
 	Dwfl *dwfl;
@@ -68,6 +75,9 @@ struct symfile {
 	struct fsym *syms; /* sorted by lo; built on first lookup */
 	size_t nsyms;
 	bool syms_built;
+	struct curange *curanges; /* sorted by lo; built when aranges fail */
+	size_t ncuranges;
+	bool curanges_built;
 	hv_keymap *cumap; /* (Dwarf, CU DIE offset) -> cus index */
 	dwi_index **cus;   /* NULL: the CU could not be indexed */
 	size_t ncus;
@@ -412,6 +422,65 @@ static dwi_index *cu_index(struct symfile *f, Dwarf_Die *cu)
 	return ix;
 }
 
+static int curange_cmp(const void *a, const void *b)
+{
+	const struct curange *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Every unit's ranges, from the units themselves. */
+static void build_curanges(struct symfile *f)
+{
+	f->curanges_built = true;
+	size_t cap = 0;
+	Dwarf_Addr bias;
+	for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(f->mod, cu, &bias));) {
+		Dwarf_Addr base, lo, hi;
+		for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
+			if (f->ncuranges == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct curange *n = realloc(f->curanges, ncap * sizeof *n);
+				if (!n)
+					goto done;
+				f->curanges = n;
+				cap = ncap;
+			}
+			f->curanges[f->ncuranges++] =
+				(struct curange){lo + bias, hi + bias, bias, cu};
+		}
+	}
+done:
+	qsort(f->curanges, f->ncuranges, sizeof *f->curanges, curange_cmp);
+}
+
+/*
+ * The compile unit holding module address a. libdwfl finds it through
+ * .debug_aranges, which clang does not write (unless asked to with
+ * -mllvm -generate-arange-section); elfutils before 0.189 then finds no
+ * unit at all, and such a program would get no file, line or inline
+ * frame. The units' own ranges, gathered once, answer instead.
+ */
+static Dwarf_Die *unit_at(struct symfile *f, Dwarf_Addr a, Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, bias);
+	if (cu)
+		return cu;
+	if (!f->curanges_built)
+		build_curanges(f);
+	size_t lo = 0, hi = f->ncuranges;
+	while (lo < hi) { /* the first range with lo > a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->curanges[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || a >= f->curanges[lo - 1].hi)
+		return NULL;
+	*bias = f->curanges[lo - 1].bias;
+	return f->curanges[lo - 1].cu;
+}
+
 /*
  * Frames at module address a, innermost first; returns how many. The
  * chain of function DIEs at a (dwindex.h) is the innermost function and
@@ -425,8 +494,15 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 	Dwfl_Line *ln = dwfl_module_getsrc(f->mod, a);
 	const char *file = ln ? dwfl_lineinfo(ln, NULL, &line, &col, NULL, NULL) : NULL;
 	const char *symname = symbol_at(f, a);
-	Dwarf_Addr dbias;
-	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, a, &dbias);
+	Dwarf_Addr dbias = 0;
+	Dwarf_Die *cu = unit_at(f, a, &dbias);
+	Dwarf_Line *dl;
+	/* no aranges: libdwfl's line lookup fails too; the unit's table */
+	if (!ln && cu && (dl = dwarf_getsrc_die(cu, a - dbias))) {
+		file = dwarf_linesrc(dl, NULL, NULL);
+		if (dwarf_lineno(dl, &line) || dwarf_linecol(dl, &col))
+			line = col = 0;
+	}
 	Dwarf_Die chain[MAX_INLINE];
 	if (cu) {
 		dwi_index *ix = cu_index(f, cu);
@@ -646,6 +722,7 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 		if (c.files[i].dwfl)
 			dwfl_end(c.files[i].dwfl);
 		free(c.files[i].syms);
+		free(c.files[i].curanges);
 		for (size_t j = 0; j < c.files[i].ncus; j++)
 			dwi_free(c.files[i].cus[j]);
 		free(c.files[i].cus);

@@ -71,6 +71,10 @@ if command -v clang++ > /dev/null; then
   "$cli" run -q -r 1 -o "$tmp/clang.pb.gz" -- "$tmp/cxx_sites_clang" "$tmp/clang.expect" ||
     fail "allocprof run cxx_sites (clang) exited $?"
   check_sites "$tmp/clang.pb.gz" "$tmp/clang.expect"
+  # clang writes no .debug_aranges: files and lines come from the units'
+  # own ranges (libdwfl alone finds no unit for any address)
+  grep -q '"function":"fill_vector","file":"[^"]*/cxx_sites.cc","line":[1-9]' "$tmp/r.json" ||
+    fail "clang build: fill_vector without its file and line: $(head -c 600 "$tmp/r.json")"
 fi
 
 # --full-names keeps template arguments; the default collapses them.
