@@ -450,7 +450,8 @@ static void build_curanges(struct symfile *f)
 		}
 	}
 done:
-	qsort(f->curanges, f->ncuranges, sizeof *f->curanges, curange_cmp);
+	if (f->ncuranges) /* a file without DWARF has none, and no array */
+		qsort(f->curanges, f->ncuranges, sizeof *f->curanges, curange_cmp);
 }
 
 /*
