@@ -359,6 +359,7 @@ int ap_cmd_run(int argc, char **argv)
 	bool started;
 	int signo;
 	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
+	const char *why;
 	if (started && (!o.quiet || (pprof && !o.no_symbolize)) &&
 	    runner_files_scan(globpat, &after) == 0) {
 		runner_files_subtract(&after, &before);
@@ -372,9 +373,8 @@ int ap_cmd_run(int argc, char **argv)
 			ap_cli_error("no profile was written: the program "
 				     "died of signal %d (%s) before its "
 				     "exit dump", signo, strsignal(signo));
-		else if (!o.quiet && runner_no_profile_reason(argv[cmd]))
-			ap_cli_error("no profile was written: %s %s", argv[cmd],
-				     runner_no_profile_reason(argv[cmd]));
+		else if (!o.quiet && (why = runner_no_profile_reason(argv[cmd])))
+			ap_cli_error("no profile was written: %s %s", argv[cmd], why);
 		else if (!o.quiet)
 			ap_cli_error("no profile was written (pattern %s)",
 				     pattern);

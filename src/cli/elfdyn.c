@@ -87,54 +87,65 @@ int elfdyn_lookup(const char *path, const char *name, uint64_t *offset)
 	return rc;
 }
 
-int elfdyn_machine(const char *path)
+/* fn(the ELF file at path), or AP_EIO when it cannot be opened as one. */
+static int query(const char *path, int (*fn)(Elf *))
 {
 	int fd;
 	Elf *e = open_elf(path, &fd);
 	if (!e)
 		return AP_EIO;
-	GElf_Ehdr eh;
-	int rc = gelf_getehdr(e, &eh) ? (int)eh.e_machine : AP_ECORRUPT;
+	int rc = fn(e);
 	elf_end(e);
 	close(fd);
 	return rc;
+}
+
+static int machine(Elf *e)
+{
+	GElf_Ehdr eh;
+	return gelf_getehdr(e, &eh) ? (int)eh.e_machine : AP_ECORRUPT;
+}
+
+int elfdyn_machine(const char *path)
+{
+	return query(path, machine);
+}
+
+static int has_interp(Elf *e)
+{
+	size_t n;
+	if (elf_getphdrnum(e, &n))
+		return AP_ECORRUPT;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+			return 1;
+	}
+	return 0;
 }
 
 int elfdyn_has_interp(const char *path)
 {
-	int fd;
-	Elf *e = open_elf(path, &fd);
-	if (!e)
-		return AP_EIO;
-	size_t n;
-	int rc = elf_getphdrnum(e, &n) ? AP_ECORRUPT : 0;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
-			rc = 1;
-	}
-	elf_end(e);
-	close(fd);
-	return rc;
+	return query(path, has_interp);
 }
 
-int elfdyn_is_go(const char *path)
+static int is_go(Elf *e)
 {
-	int fd;
-	Elf *e = open_elf(path, &fd);
-	if (!e)
-		return AP_EIO;
 	size_t shstrndx;
-	int rc = elf_getshdrstrndx(e, &shstrndx) ? AP_ECORRUPT : 0;
-	for (Elf_Scn *scn = NULL; rc == 0 && (scn = elf_nextscn(e, scn));) {
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return AP_ECORRUPT;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
 		GElf_Shdr sh;
 		const char *name = gelf_getshdr(scn, &sh)
 					   ? elf_strptr(e, shstrndx, sh.sh_name)
 					   : NULL;
 		if (name && !strcmp(name, ".note.go.buildid"))
-			rc = 1;
+			return 1;
 	}
-	elf_end(e);
-	close(fd);
-	return rc;
+	return 0;
+}
+
+int elfdyn_is_go(const char *path)
+{
+	return query(path, is_go);
 }
