@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "framename.h"
 
 /*
@@ -34,18 +35,9 @@ struct dmbuf {
 static void dm_append(const char *piece, size_t n, void *opaque)
 {
 	struct dmbuf *b = opaque;
-	if (n > DM_MAX_LEN - b->len)
+	if (n > DM_MAX_LEN - b->len ||
+	    ap_cli_grow((void **)&b->s, &b->cap, b->len + n + 1, 1))
 		longjmp(b->stop, 1);
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			longjmp(b->stop, 1);
-		b->s = s;
-		b->cap = cap;
-	}
 	memcpy(b->s + b->len, piece, n);
 	b->len += n;
 	b->s[b->len] = 0;

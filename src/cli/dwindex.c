@@ -41,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
+
 #define NONE UINT32_MAX
 
 struct fn {
@@ -84,25 +86,6 @@ struct walk {
 	size_t nunits, capunits;
 };
 
-/*
- * Room for element n of the array whose pointer is at arrp (capacity
- * *cap, elements of size bytes), doubling it when full; false when out
- * of memory (the array is left as it was).
- */
-static bool reserve(void *arrp, size_t n, size_t *cap, size_t size)
-{
-	void *arr;
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? 2 * *cap : 64;
-	memcpy(&arr, arrp, sizeof arr);
-	if (c > SIZE_MAX / size || !(arr = realloc(arr, c * size)))
-		return false;
-	memcpy(arrp, &arr, sizeof arr);
-	*cap = c;
-	return true;
-}
-
 /* Visit the children of die next, inside function in; false on error. */
 static bool descend(struct walk *w, Dwarf_Die *die, struct around in)
 {
@@ -110,7 +93,7 @@ static bool descend(struct walk *w, Dwarf_Die *die, struct around in)
 	int r = dwarf_child(die, &kid);
 	if (r)
 		return r > 0; /* no children */
-	if (!reserve(&w->lv, w->nlv, &w->caplv, sizeof *w->lv))
+	if (ap_cli_grow((void **)&w->lv, &w->caplv, w->nlv + 1, sizeof *w->lv))
 		return false;
 	w->lv[w->nlv++] = (struct level){kid, in, false};
 	return true;
@@ -126,7 +109,7 @@ static bool import(struct walk *w, Dwarf_Die *die, struct around in)
 	for (size_t i = 0; i < w->nunits; i++)
 		if (w->units[i] == unit.addr)
 			return true;
-	if (!reserve(&w->units, w->nunits, &w->capunits, sizeof *w->units))
+	if (ap_cli_grow((void **)&w->units, &w->capunits, w->nunits + 1, sizeof *w->units))
 		return false;
 	w->units[w->nunits++] = unit.addr;
 	return descend(w, &unit, in);
@@ -149,7 +132,7 @@ static bool push_range(struct walk *w, Dwarf_Addr lo, Dwarf_Addr hi, uint32_t fn
 {
 	dwi_index *ix = w->ix;
 	if (ix->nranges == NONE ||
-	    !reserve(&ix->ranges, ix->nranges, &w->capranges, sizeof *ix->ranges))
+	    ap_cli_grow((void **)&ix->ranges, &w->capranges, ix->nranges + 1, sizeof *ix->ranges))
 		return false;
 	ix->ranges[ix->nranges++] = (struct range){lo, hi, fn, NONE};
 	return true;
@@ -200,7 +183,7 @@ static bool function(struct walk *w, Dwarf_Die *die, struct around in)
 	if (!n)
 		return true;
 	qsort(ix->ranges + first, n, sizeof *ix->ranges, range_cmp);
-	if (!reserve(&ix->fns, fn, &w->capfns, sizeof *ix->fns))
+	if (ap_cli_grow((void **)&ix->fns, &w->capfns, fn + 1, sizeof *ix->fns))
 		return false;
 	ix->fns[ix->nfns++] = (struct fn){*die, in.fn};
 	return descend(w, die, (struct around){fn, first, n});

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "demangle.h"
 #include "dwindex.h"
 #include "keymap.h"
@@ -437,14 +438,9 @@ static void build_curanges(struct symfile *f)
 	for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(f->mod, cu, &bias));) {
 		Dwarf_Addr base, lo, hi;
 		for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
-			if (f->ncuranges == cap) {
-				size_t ncap = cap ? 2 * cap : 64;
-				struct curange *n = realloc(f->curanges, ncap * sizeof *n);
-				if (!n)
-					goto done;
-				f->curanges = n;
-				cap = ncap;
-			}
+			if (ap_cli_grow((void **)&f->curanges, &cap, f->ncuranges + 1,
+					sizeof *f->curanges))
+				goto done;
 			f->curanges[f->ncuranges++] =
 				(struct curange){lo + bias, hi + bias, bias, cu};
 		}
