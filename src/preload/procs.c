@@ -257,8 +257,9 @@ static bool pid_dot_seq(const char *s, long *pid)
  * file system without O_TMPFILE, or by a kill between link and rename; see
  * dump.c): "NAME.tmp.PID.N" in the pattern's directory, NAME starting with
  * the pattern's text before its first '%' and ending with its text after
- * the last %-conversion, PID no longer alive. Removed once per process, at
- * its first dump, so litter never outlives the next profiled run.
+ * the last %-conversion, PID no longer alive. Removed once per run, at the
+ * first dump of the process the runtime started in (procs_file_name), so
+ * litter never outlives the next profiled run.
  */
 static void clean_stale(const char *pattern)
 {
@@ -313,9 +314,13 @@ static void clean_stale(const char *pattern)
 
 int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
 {
-	static long cleaned_in;
-	if (cleaned_in != rt.pid) {
-		cleaned_in = rt.pid;
+	/* Once per run: the process the runtime started in cleans; its fork
+	 * children do not. A pre-fork server's children each dump at exit,
+	 * and a scan each would cost O(files) per child, O(children^2) in
+	 * all, as the directory fills with their profiles. */
+	static bool cleaned;
+	if (!cleaned && !rt.forked_child) {
+		cleaned = true;
 		clean_stale(pattern);
 	}
 	uint64_t t = (uint64_t)time(NULL);

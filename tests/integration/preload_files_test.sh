@@ -2,7 +2,8 @@
 # preload_files_test.sh: the runtime's files under stress.
 # - kill -9 during frequent dumps leaves no temporary file (unnamed
 #   O_TMPFILE writes; stale temporaries of dead writers are removed by the
-#   next run's first dump).
+#   next run's first dump, in the process the runtime started in: not
+#   again by each of its fork children).
 # - Writes that keep failing print a handful of lines, not one per dump.
 # - interval= below 1ms, or a value that rounds to nothing, is refused
 #   with one line instead of spinning or silently meaning never.
@@ -43,6 +44,26 @@ for pattern in 'p.%p.%n.pb.gz' f.pb.gz; do
 done
 litter=$(find "$TMP/k" -name '*.tmp.*' | wc -l)
 [ "$litter" = 0 ] || fail "$litter temporary file(s) left by kill -9: $(ls "$TMP/k" | grep tmp | head -3)"
+
+# --- litter is cleaned once per run, not by every fork child -------------------
+# A pre-fork server's children each dump at exit; a directory scan in each
+# would cost O(profiles) per child. The process the runtime started in
+# cleans (at its first dump); its fork child leaves the scan to it. The
+# writer's pid is beyond any pid_max: never alive.
+mkdir "$TMP/c"
+stale="$TMP/c/p.1.pb.gz.tmp.2147483646.1"
+: >"$stale"
+rm -f "$TMP/c.stop"
+timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="output=$TMP/c/p.%p.pb.gz" \
+	"$P" fork "$TMP/c.stop" >"$TMP/c.out" 2>"$TMP/c.err" &
+w=$!
+wait_ready "$TMP/c.out" || fail "fork: never ready: $(cat "$TMP/c.err")"
+n=$(find "$TMP/c" -name 'p.*.pb.gz' | wc -l)
+[ "$n" = 1 ] || fail "fork: want the child's profile alone before the parent exits: $(ls "$TMP/c")"
+[ -e "$stale" ] || fail "fork: the child scanned the directory for litter"
+touch "$TMP/c.stop"
+wait "$w" || fail "fork: program failed: $(cat "$TMP/c.err")"
+[ ! -e "$stale" ] || fail "fork: the parent's dump left a dead writer's temporary file"
 
 # --- failing writes: a few lines, not one per dump -----------------------------
 run_daemon full "interval=1ms,output=/nonexistent-dir/x.%n.pb.gz"

@@ -17,6 +17,8 @@
  *   proc_events vfork STOP  a vfork child calls exit(0) (as some programs
  *                           do), then the parent prints "ready" and waits
  *                           until the file STOP exists (at most 60 s)
+ *   proc_events fork STOP   like vfork, with a fork child that keeps a
+ *                           block and exit()s, writing its own profile
  *   proc_events ignore      like daemon, with SIGTERM ignored: a kill
  *                           does nothing (the test then sends SIGKILL)
  *
@@ -107,15 +109,25 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
-	if (argc == 3 && !strcmp(argv[1], "vfork")) {
+	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork"))) {
 		fflush(stdout);
-		pid_t c = vfork();
-		if (c == 0)
-			exit(0); /* runs exit handlers in the parent's memory */
+		pid_t c;
+		if (argv[1][0] == 'v') {
+			c = vfork();
+			if (c == 0)
+				exit(0); /* runs exit handlers in the parent's memory */
+		} else {
+			c = fork();
+			if (c == 0) {
+				keep_marker_block(1);
+				exit(0);
+			}
+		}
 		if (c < 0)
 			return 3;
 		int st;
-		waitpid(c, &st, 0);
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 4;
 		printf("ready\n");
 		fflush(stdout);
 		struct stat sb;
@@ -124,6 +136,6 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP\n");
+	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP\n");
 	return 1;
 }
