@@ -112,6 +112,7 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size;
 	map_list *l = data;
 	char path[PATH_MAX];
+	bool resolve = false;
 	if (l->only && (info->dlpi_addr != l->only_addr || !info->dlpi_name ||
 			strcmp(info->dlpi_name, l->only) != 0))
 		return 0;
@@ -125,12 +126,13 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		/* Objects without a file (the vDSO) cannot be symbolized. */
 		if (!info->dlpi_name || info->dlpi_name[0] != '/')
 			return 0;
-		if (!realpath(info->dlpi_name, path)) {
-			size_t k = strlen(info->dlpi_name);
-			if (k >= sizeof path)
-				return 0;
-			memcpy(path, info->dlpi_name, k + 1);
-		}
+		/* The name as loaded; collect_mappings resolves it, outside
+		 * the loader's lock. */
+		size_t k = strlen(info->dlpi_name);
+		if (k >= sizeof path)
+			return 0;
+		memcpy(path, info->dlpi_name, k + 1);
+		resolve = true;
 	}
 	char build_id[sizeof l->v[0].build_id];
 	find_build_id(info, build_id, sizeof build_id);
@@ -146,6 +148,7 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		m->offset = ph->p_offset;
 		memcpy(m->path, path, strlen(path) + 1);
 		memcpy(m->build_id, build_id, sizeof build_id);
+		m->resolve = resolve;
 	}
 	return 0;
 }
@@ -159,6 +162,60 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 static map_list retired;
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * realpath of the loaded objects' names, remembered for the process's life
+ * and inherited by its fork children. realpath costs a readlink per path
+ * component, about 40 system calls for a program's few libraries, in every
+ * dump; and each child of a pre-fork server dumps once at exit, listing
+ * the parent's objects again. The name an object was loaded under resolves
+ * as it did at the first dump (a later package upgrade may point the
+ * name's links at a newer file; the first resolution is closer to the file
+ * mapped). Full, a name is resolved each time. Under retired_lock, which
+ * the fork handlers hold and reset.
+ */
+#define REAL_MAX 128
+#define REAL_POOL (32 * 1024)
+static struct {
+	uint32_t name, real; /* offsets into real_pool */
+} real_ent[REAL_MAX];
+static char real_pool[REAL_POOL];
+static size_t real_n, real_used;
+
+/* m->path (a name as loaded) replaced by its realpath, if it has one. */
+static void resolve_path(map_ent *m)
+{
+	m->resolve = false;
+	for (size_t i = 0; i < real_n; i++)
+		if (strcmp(real_pool + real_ent[i].name, m->path) == 0) {
+			const char *r = real_pool + real_ent[i].real;
+			memcpy(m->path, r, strlen(r) + 1);
+			return;
+		}
+	char real[PATH_MAX];
+	if (!realpath(m->path, real))
+		return; /* gone, or unreadable: keep the name, do not remember */
+	size_t nn = strlen(m->path) + 1, rn = strlen(real) + 1;
+	if (real_n < REAL_MAX && real_used + nn + rn <= REAL_POOL) {
+		real_ent[real_n].name = (uint32_t)real_used;
+		memcpy(real_pool + real_used, m->path, nn);
+		real_ent[real_n].real = (uint32_t)(real_used + nn);
+		memcpy(real_pool + real_used + nn, real, rn);
+		real_used += nn + rn;
+		real_n++;
+	}
+	memcpy(m->path, real, rn);
+}
+
+/* Resolve the names map_cb left as loaded. */
+static void resolve_paths(map_list *l)
+{
+	pthread_mutex_lock(&retired_lock);
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].resolve)
+			resolve_path(&l->v[i]);
+	pthread_mutex_unlock(&retired_lock);
+}
+
 void dump_retire_object(arena *a, void *handle)
 {
 	struct link_map *lm = NULL;
@@ -171,6 +228,7 @@ void dump_retire_object(arena *a, void *handle)
 	one.only = lm->l_name;
 	one.only_addr = lm->l_addr;
 	dl_iterate_phdr(map_cb, &one);
+	resolve_paths(&one);
 	pthread_mutex_lock(&retired_lock);
 	retired.a = a;
 	for (size_t i = 0; i < one.n && retired.n < RETIRED_MAX; i++) {
@@ -202,6 +260,16 @@ void dump_retired_reset_lock(void)
 	pthread_mutex_init(&retired_lock, NULL);
 }
 
+void dump_prime_paths(arena *a)
+{
+	map_list l;
+	memset(&l, 0, sizeof l);
+	l.a = a;
+	dl_iterate_phdr(map_cb, &l);
+	resolve_paths(&l);
+	arena_free(a, l.v);
+}
+
 /* Append the retired mappings no loaded object overlaps now (an address
  * range reused by a later object belongs to that object). */
 static void add_retired(map_list *l)
@@ -225,8 +293,10 @@ static int collect_mappings(arena *a, map_list *l)
 {
 	l->a = a;
 	dl_iterate_phdr(map_cb, l);
-	if (!l->failed)
+	if (!l->failed) {
+		resolve_paths(l);
 		add_retired(l);
+	}
 	return l->failed ? AP_ENOMEM : 0;
 }
 

@@ -66,6 +66,7 @@ typedef struct dump_mapping {
 	uint64_t start, limit, offset;
 	char path[PATH_MAX];
 	char build_id[2 * 64 + 1];
+	bool resolve; /* dump.c's: path is the name as loaded, not resolved yet */
 } dump_mapping;
 
 /*
@@ -74,6 +75,15 @@ typedef struct dump_mapping {
  * and *n. 0 or AP_ENOMEM. Thread-safe; not from a signal handler.
  */
 int dump_list_mappings(arena *a, dump_mapping **v, size_t *n);
+
+/*
+ * Resolve the loaded objects' paths now, at start-up, into the cache every
+ * later dump reads (dump.c): a pre-fork server's children then inherit
+ * them resolved instead of each resolving them at its exit dump. Not from
+ * a signal handler, nor with the loader's lock held (a constructor is
+ * fine).
+ */
+void dump_prime_paths(arena *a);
 
 /* Build the profile in the arena. 0, AP_ENOMEM or another AP_E* code. */
 int dump_build_profile(const dump_input *in, ap_profile **out);

@@ -622,6 +622,7 @@ __attribute__((constructor)) static void rt_constructor(void)
 	rt_ensure_init();
 	if (atomic_load(&rt.state) == RT_READY) {
 		uint64_t m = rt_enter();
+		dump_prime_paths(&rt.a);
 		dumper_start_if_needed();
 		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
 		rt_leave(m);
