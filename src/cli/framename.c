@@ -116,6 +116,24 @@ static void put(struct out *o, const char *s, size_t n)
 		o->buf[o->len++] = s[k];
 }
 
+/* Past the cv- and ref-qualifiers at s[i] (" const", " volatile", " &",
+ * " &&") that may follow a member function's parameter list. */
+static size_t quals_end(const char *s, size_t i)
+{
+	for (;;) {
+		if (starts(s + i, " const"))
+			i += 6;
+		else if (starts(s + i, " volatile"))
+			i += 9;
+		else if (starts(s + i, " &&"))
+			i += 3;
+		else if (starts(s + i, " &"))
+			i += 2;
+		else
+			return i;
+	}
+}
+
 size_t fn_params_start(const char *s, size_t *name_start)
 {
 	size_t i = 0, len = 0; /* len: characters of the name so far */
@@ -141,8 +159,9 @@ size_t fn_params_start(const char *s, size_t *name_start)
 			len += 21;
 		} else if (s[i] == '(') {
 			e = group_end(s, i);
-			if (len && s[i - 1] != '.' && !starts(s + e, "::"))
+			if (len && s[i - 1] != '.' && !starts(s + quals_end(s, e), "::"))
 				return i;
+			e = quals_end(s, e); /* "() const::{lambda...": a local entity */
 			len += e - i;
 			i = e;
 		} else if (strchr("<{[", s[i])) {
@@ -199,20 +218,28 @@ size_t fn_shorten(const char *s, char *buf, size_t cap)
 				/* decltype(...) in a return type, Go's (*T) */
 				put(&o, s + i, e - i);
 				i = e;
-			} else if (starts(s + e, "::")) {
-				i = e; /* f(int)::{lambda()#1}: a local entity */
+			} else if (starts(s + quals_end(s, e), "::")) {
+				/* f(int)::{lambda()#1}, a local entity; also of
+				 * a const member, as a nested lambda is:
+				 * {lambda(int)#1}::operator()(int) const::... */
+				i = quals_end(s, e);
 			} else {
 				break; /* the parameter list: the name is complete */
 			}
 		} else if (c == '{') {
-			/* {lambda(int)#1}, {unnamed type#1}: keep, without the
-			 * lambda's parameters */
+			/* {lambda(int)#1}, {unnamed type#1}: keep, the lambda's
+			 * parameter types too (their template arguments
+			 * collapsed): the number counts lambdas of the same
+			 * parameter types only, so {lambda(int)#1} and
+			 * {lambda(int const&)#1} are two lambdas of one
+			 * function, which without them would read as one */
 			e = group_end(s, i);
 			for (size_t k = i; k < e; k++) {
-				put(&o, s + k, 1);
-				if (s[k] == '(') {
+				if (s[k] == '<') {
+					put(&o, "<>", 2);
 					k = group_end(s, k) - 1;
-					put(&o, ")", 1);
+				} else {
+					put(&o, s + k, 1);
 				}
 			}
 			i = e;

@@ -31,7 +31,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # way, which counts as the same function: an anonymous namespace's
 # function with its namespace ("(anonymous namespace)::build_index") and
 # a lambda by number ("main::$_1::operator()" for
-# "main::{lambda()#1}::operator()").
+# "main::{lambda(int)#1}::operator()").
 check_sites() {
   "$cli" report --alloc --json --top 0 "$1" > "$tmp/r.json"
   python3 - "$2" "$tmp/r.json" <<'EOF' || fail "sites of $1 differ (above)"
@@ -44,7 +44,7 @@ got = {s["function"]: s["bytes"] for s in json.load(open(sys.argv[2]))["sites"]}
 def same(w, g):
     if g in (w, "(anonymous namespace)::" + w):
         return True
-    m = re.fullmatch(r"(.*)::\{lambda\(\)#\d+\}::operator\(\)", w)
+    m = re.fullmatch(r"(.*)::\{lambda\([^)]*\)#\d+\}::operator\(\)", w)
     return bool(m) and re.fullmatch(re.escape(m.group(1)) + r"::\$_\d+::operator\(\)", g)
 bad = 0
 for name, n in want.items():
@@ -82,7 +82,7 @@ fi
 "$cli" report --alloc --top 0 --full-names "$tmp/p.pb.gz" > "$tmp/full.txt"
 grep -q ' share_all<>  ' "$tmp/short.txt" || fail "no share_all<> in: $(cat "$tmp/short.txt")"
 grep -q ' share_all<Widget>  ' "$tmp/full.txt" || fail "no share_all<Widget> in: $(cat "$tmp/full.txt")"
-grep -q ' main::{lambda()#1}::operator()  ' "$tmp/short.txt" || fail "lambda site misnamed"
+grep -q ' main::{lambda(int)#1}::operator()  ' "$tmp/short.txt" || fail "lambda site misnamed"
 
 # --no-skip shows the machinery: operator new becomes a site (the program's
 # own replacement, with its line, now that the runtime serves operator new).

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	keep.push_back(format_numbers());
 	keep.push_back(raw_buffers());
 	auto grow = [](int n) {
-		In in("main::{lambda()#1}::operator()");
+		In in("main::{lambda(int)#1}::operator()");
 		auto *v = new std::vector<std::string>(static_cast<std::size_t>(n),
 							std::string(100, 'y'));
 			return v;
