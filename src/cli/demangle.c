@@ -70,7 +70,7 @@ static char *dm_run(const char *name, enum dm_kind kind)
 
 /* Drop the parameter list (and trailing qualifiers) and the return type of
  * a demangled C++ name, in place. */
-static void strip_params(char *s)
+void fn_strip_params(char *s)
 {
 	size_t start, end = fn_params_start(s, &start);
 	s[end] = 0;
@@ -87,6 +87,14 @@ char *fn_demangle(const char *name)
 	if (d || name[1] != 'Z')
 		return d;
 	if ((d = dm_run(name, DM_CXX)))
-		strip_params(d);
+		fn_strip_params(d);
 	return d;
+}
+
+char *fn_demangle_full(const char *name)
+{
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	char *d = dm_run(name, DM_RUST);
+	return d ? d : dm_run(name, DM_CXX);
 }

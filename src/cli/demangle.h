@@ -25,4 +25,10 @@
  * not a C++ or Rust mangled name (C functions, "file+0x12") or on error. */
 char *fn_demangle(const char *name);
 
+/* The same with a C++ name's parameter list kept ("f(int)"), as a prefix
+ * for names built on it (dwlambda.h); fn_strip_params then cuts the
+ * whole. */
+char *fn_demangle_full(const char *name);
+void fn_strip_params(char *s);
+
 #endif

@@ -38,6 +38,7 @@
 #include "cli_util.h"
 #include "demangle.h"
 #include "dwindex.h"
+#include "dwlambda.h"
 #include "keymap.h"
 #include "profmerge.h"
 
@@ -80,10 +81,18 @@ struct symfile {
 	size_t ncuranges;
 	bool curanges_built;
 	hv_keymap *cumap; /* (Dwarf, CU DIE offset) -> cus index */
-	dwi_index **cus;   /* NULL: the CU could not be indexed */
+	struct cuinfo *cus;
 	size_t ncus;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
+};
+
+/* A compile unit met: its function index and its lambdas (built on
+ * first use). */
+struct cuinfo {
+	dwi_index *ix;  /* NULL: the CU could not be indexed */
+	dwl_map *lams;  /* NULL: the CU's lambdas could not be listed */
+	bool lams_built;
 };
 
 /* A cached lookup: lines[first .. first+n) in the context's arrays. */
@@ -396,12 +405,11 @@ static const char *symbol_at(struct symfile *f, GElf_Addr a)
 }
 
 /*
- * The function index of the compile unit cu, built on the unit's first
- * address; NULL when it cannot be built (bad DWARF, out of memory), and
- * then the unit's addresses take libdw's scope walk. Keyed by the unit's
- * Dwarf as well as its offset: a split unit has offsets of its own file.
+ * What the symbolizer keeps of the compile unit cu: made on the unit's
+ * first address, NULL without memory. Keyed by the unit's Dwarf as well
+ * as its offset: a split unit has offsets of its own file.
  */
-static dwi_index *cu_index(struct symfile *f, Dwarf_Die *cu)
+static struct cuinfo *cu_info(struct symfile *f, Dwarf_Die *cu)
 {
 	uint64_t key[2] = {(uint64_t)(uintptr_t)dwarf_cu_getdwarf(cu->cu),
 			   dwarf_dieoffset(cu)};
@@ -409,18 +417,60 @@ static dwi_index *cu_index(struct symfile *f, Dwarf_Die *cu)
 		return NULL;
 	size_t i = hv_keymap_get(f->cumap, key, sizeof key);
 	if (i != SIZE_MAX)
-		return f->cus[i];
+		return &f->cus[i];
 	/* one more slot per unit: a profile meets few units of a file */
-	dwi_index **all = realloc(f->cus, (f->ncus + 1) * sizeof *all);
-	dwi_index *ix = all ? dwi_build(cu) : NULL;
-	if (all)
-		f->cus = all;
-	if (!all || hv_keymap_put(f->cumap, key, sizeof key, f->ncus)) {
-		dwi_free(ix);
+	struct cuinfo *all = realloc(f->cus, (f->ncus + 1) * sizeof *all);
+	if (!all)
 		return NULL;
+	f->cus = all;
+	if (hv_keymap_put(f->cumap, key, sizeof key, f->ncus))
+		return NULL;
+	/* NULL when it cannot be built (bad DWARF, out of memory): the
+	 * unit's addresses then take libdw's scope walk */
+	f->cus[f->ncus] = (struct cuinfo){dwi_build(cu), NULL, false};
+	return &f->cus[f->ncus++];
+}
+
+/* The lambdas of unit cu (dwlambda.h), listed on first use: only frames
+ * GCC left nameless ask. */
+static dwl_map *cu_lambdas(struct symfile *f, Dwarf_Die *cu)
+{
+	struct cuinfo *u = cu_info(f, cu);
+	if (u && !u->lams_built) {
+		u->lams = dwl_build(cu);
+		u->lams_built = true;
 	}
-	f->cus[f->ncus++] = ix;
-	return ix;
+	return u ? u->lams : NULL;
+}
+
+/*
+ * The name of fn when it is the operator() of a lambda GCC left nameless
+ * (dwlambda.h): the defining function's name (demangled with its
+ * parameters), itself perhaps a lambda's, then the closure's part, before
+ * fn_strip_params.
+ * NULL when fn is not one.
+ */
+static char *lambda_name(struct symfile *f, Dwarf_Die *cu, Dwarf_Die *fn, int depth)
+{
+	dwl_map *m = cu_lambdas(f, cu);
+	Dwarf_Die outer;
+	char *suffix = m ? dwl_suffix(m, fn, &outer) : NULL;
+	if (!suffix)
+		return NULL;
+	const char *link = die_linkage(&outer), *plain = die_name(&outer);
+	char *head = NULL;
+	if (!link && plain && strcmp(plain, "operator()") == 0 && depth < 4)
+		head = lambda_name(f, cu, &outer, depth + 1);
+	if (!head && link)
+		head = fn_demangle_full(link); /* "app::names(int)" */
+	if (!head && plain)
+		head = strdup(plain);
+	char *name = NULL;
+	if (!head || asprintf(&name, "%s%s", head, suffix) < 0)
+		name = NULL;
+	free(head);
+	free(suffix);
+	return name;
 }
 
 static int curange_cmp(const void *a, const void *b)
@@ -502,7 +552,8 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 	}
 	Dwarf_Die chain[MAX_INLINE];
 	if (cu) {
-		dwi_index *ix = cu_index(f, cu);
+		struct cuinfo *u = cu_info(f, cu);
+		dwi_index *ix = u ? u->ix : NULL;
 		nc = ix ? dwi_chain(ix, a - dbias, chain, MAX_INLINE)
 			: dwi_scopes_chain(cu, a - dbias, chain, MAX_INLINE);
 	}
@@ -515,11 +566,19 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		bool outer = dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine;
 		const char *link = die_linkage(&chain[i]);
 		const char *plain = die_name(&chain[i]);
-		/* the outermost function: fall back on the ELF symbol */
-		if (outer && !link && !plain)
+		/* the outermost function: fall back on the ELF symbol; for
+		 * a lambda's operator(), which GCC's DWARF names no further,
+		 * prefer it (its C++ symbol says whose lambda it is) */
+		if (outer && !link && symname &&
+		    (!plain || (strcmp(plain, "operator()") == 0 &&
+				strncmp(symname, "_Z", 2) == 0)))
 			link = symname;
-		out[n] = (struct rawframe){display_name(link, plain), link, file,
-					   line, col};
+		char *name = NULL;
+		if (!link && plain && strcmp(plain, "operator()") == 0 &&
+		    (name = lambda_name(f, cu, &chain[i], 0)))
+			fn_strip_params(name); /* as fn_demangle does */
+		out[n] = (struct rawframe){name ? name : display_name(link, plain), link,
+					   file, line, col};
 		if (!out[n].name)
 			break;
 		n++;
@@ -720,8 +779,10 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 			dwfl_end(c.files[i].dwfl);
 		free(c.files[i].syms);
 		free(c.files[i].curanges);
-		for (size_t j = 0; j < c.files[i].ncus; j++)
-			dwi_free(c.files[i].cus[j]);
+		for (size_t j = 0; j < c.files[i].ncus; j++) {
+			dwi_free(c.files[i].cus[j].ix);
+			dwl_free(c.files[i].cus[j].lams);
+		}
 		free(c.files[i].cus);
 		hv_keymap_free(c.files[i].cumap);
 		free(c.files[i].path);
