@@ -28,7 +28,11 @@
 
 struct lam {
 	Dwarf_Off op;    /* the operator() DIE in the closure type */
+	Dwarf_Off closure; /* the closure type */
+	bool first;        /* the closure's first operator() recorded */
 	Dwarf_Die outer; /* the function defining the lambda */
+	Dwarf_Off outer_off;
+	char *name;      /* "operator()", or a generic one's "operator()<int>" */
 	char *sig;       /* parameter types, as the demangler lists them */
 	bool is_const;   /* not mutable: operator() const */
 	unsigned num;    /* among the outer function's lambdas of this sig */
@@ -44,8 +48,10 @@ void dwl_free(dwl_map *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		free(m->v[i].sig);
+		free(m->v[i].name);
+	}
 	free(m->v);
 	free(m);
 }
@@ -125,10 +131,25 @@ static char *signature(Dwarf_Die *op, bool *is_const)
 	Dwarf_Die c;
 	if (dwarf_child(op, &c) != 0)
 		return strdup("");
+	/* a generic lambda's operator() is a template over its auto
+	 * parameters, whose template parameters GCC names "auto:1", ...:
+	 * the signature names them so, not the instance's types */
+	struct auto_param {
+		Dwarf_Off type;
+		const char *name;
+	} autos[8];
+	size_t nautos = 0;
+	Dwarf_Die t0 = c, t;
+	do {
+		const char *an = dwarf_diename(&t0);
+		if (dwarf_tag(&t0) == DW_TAG_template_type_parameter && an &&
+		    strncmp(an, "auto:", 5) == 0 && nautos < 8 && type_ref(&t0, &t))
+			autos[nautos++] = (struct auto_param){dwarf_dieoffset(&t), an};
+	} while (dwarf_siblingof(&t0, &t0) == 0);
 	do {
 		if (dwarf_tag(&c) != DW_TAG_formal_parameter)
 			continue;
-		Dwarf_Die t, p;
+		Dwarf_Die p;
 		if (flag(&c, DW_AT_artificial)) {
 			/* this: [const] pointer to [const] closure */
 			if (type_ref(&c, &t)) {
@@ -140,8 +161,13 @@ static char *signature(Dwarf_Die *op, bool *is_const)
 			continue;
 		}
 		size_t mark = len;
-		if ((!first && !put(b, &len, ", ")) ||
-		    !type_ref(&c, &t) || !type_str(&t, b, &len, 0)) {
+		const char *auto_name = NULL;
+		if (type_ref(&c, &t))
+			for (size_t i = 0; i < nautos && !auto_name; i++)
+				if (autos[i].type == dwarf_dieoffset(&t))
+					auto_name = autos[i].name;
+		if ((!first && !put(b, &len, ", ")) || !type_ref(&c, &t) ||
+		    !(auto_name ? put(b, &len, auto_name) : type_str(&t, b, &len, 0))) {
 			len = mark;
 			b[len] = '\0';
 			if (!put(b, &len, first ? "?" : ", ?"))
@@ -152,7 +178,10 @@ static char *signature(Dwarf_Die *op, bool *is_const)
 	return strdup(b);
 }
 
-static int record(dwl_map *m, Dwarf_Die *op, Dwarf_Die *outer)
+/* Record operator() op of the closure type at offset closure, defined in
+ * function outer. The number belongs to the closure: a generic lambda's
+ * several operator() instances share it. */
+static int record(dwl_map *m, Dwarf_Die *op, Dwarf_Off closure, Dwarf_Die *outer)
 {
 	if (ap_cli_grow((void **)&m->v, &m->cap, m->n + 1, sizeof *m->v))
 		return -1;
@@ -160,14 +189,29 @@ static int record(dwl_map *m, Dwarf_Die *op, Dwarf_Die *outer)
 	l->sig = signature(op, &l->is_const);
 	if (!l->sig)
 		return -1;
+	l->name = strdup(dwarf_diename(op));
+	if (!l->name) {
+		free(l->sig);
+		return -1;
+	}
 	l->op = dwarf_dieoffset(op);
+	l->closure = closure;
 	l->outer = *outer;
+	l->outer_off = dwarf_dieoffset(outer);
 	l->num = 1;
-	Dwarf_Off of = dwarf_dieoffset(outer);
+	l->first = true;
 	for (size_t i = 0; i < m->n; i++)
-		if (dwarf_dieoffset(&m->v[i].outer) == of &&
-		    (!m->by_sig || strcmp(m->v[i].sig, l->sig) == 0))
+		if (m->v[i].closure == closure) {
+			l->num = m->v[i].num;
+			l->first = false;
+			break;
+		}
+	for (size_t i = 0; l->first && i < m->n; i++) {
+		const struct lam *p = &m->v[i];
+		if (p->first && p->outer_off == l->outer_off &&
+		    (!m->by_sig || strcmp(p->sig, l->sig) == 0))
 			l->num++;
+	}
 	m->n++;
 	return 0;
 }
@@ -203,7 +247,8 @@ struct level {
 	Dwarf_Die next;
 	Dwarf_Die outer; /* the function around them (valid if has_outer) */
 	bool has_outer;
-	bool closure; /* they are the members of a closure type */
+	bool closure; /* they are the members of a closure type ... */
+	Dwarf_Off closure_off; /* ... at this offset */
 };
 
 dwl_map *dwl_build(Dwarf_Die *cu)
@@ -220,6 +265,7 @@ dwl_map *dwl_build(Dwarf_Die *cu)
 	}
 	lv[0].has_outer = false;
 	lv[0].closure = false;
+	lv[0].closure_off = 0;
 	while (top >= 0) {
 		struct level *l = &lv[top];
 		Dwarf_Die d = l->next;
@@ -238,8 +284,9 @@ dwl_map *dwl_build(Dwarf_Die *cu)
 		case DW_TAG_subprogram:
 			if (l->closure && l->has_outer) {
 				const char *name = dwarf_diename(&d);
-				if (name && strcmp(name, "operator()") == 0 &&
-				    record(m, &d, &l->outer) != 0)
+				if (name && strncmp(name, "operator()", 10) == 0 &&
+				    (name[10] == '\0' || name[10] == '<') &&
+				    record(m, &d, l->closure_off, &l->outer) != 0)
 					goto fail;
 			}
 			/* lambdas inside it are its own */
@@ -265,6 +312,7 @@ dwl_map *dwl_build(Dwarf_Die *cu)
 			n->outer = outer;
 			n->has_outer = has_outer;
 			n->closure = closure;
+			n->closure_off = dwarf_dieoffset(&d);
 		}
 	}
 	free(lv);
@@ -288,8 +336,8 @@ char *dwl_suffix(const dwl_map *m, Dwarf_Die *fn, Dwarf_Die *outer)
 				continue;
 			*outer = l->outer;
 			char *s = NULL;
-			if (asprintf(&s, "::{lambda(%s)#%u}::operator()(%s)%s", l->sig, l->num,
-				     l->sig, l->is_const ? " const" : "") < 0)
+			if (asprintf(&s, "::{lambda(%s)#%u}::%s(%s)%s", l->sig, l->num,
+				     l->name, l->sig, l->is_const ? " const" : "") < 0)
 				return NULL;
 			return s;
 		}

@@ -459,7 +459,7 @@ static char *lambda_name(struct symfile *f, Dwarf_Die *cu, Dwarf_Die *fn, int de
 		return NULL;
 	const char *link = die_linkage(&outer), *plain = die_name(&outer);
 	char *head = NULL;
-	if (!link && plain && strcmp(plain, "operator()") == 0 && depth < 4)
+	if (!link && plain && strncmp(plain, "operator()", 10) == 0 && depth < 4)
 		head = lambda_name(f, cu, &outer, depth + 1);
 	if (!head && link)
 		head = fn_demangle_full(link); /* "app::names(int)" */
@@ -570,11 +570,11 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		 * a lambda's operator(), which GCC's DWARF names no further,
 		 * prefer it (its C++ symbol says whose lambda it is) */
 		if (outer && !link && symname &&
-		    (!plain || (strcmp(plain, "operator()") == 0 &&
+		    (!plain || (strncmp(plain, "operator()", 10) == 0 &&
 				strncmp(symname, "_Z", 2) == 0)))
 			link = symname;
 		char *name = NULL;
-		if (!link && plain && strcmp(plain, "operator()") == 0 &&
+		if (!link && plain && strncmp(plain, "operator()", 10) == 0 &&
 		    (name = lambda_name(f, cu, &chain[i], 0)))
 			fn_strip_params(name); /* as fn_demangle does */
 		out[n] = (struct rawframe){name ? name : display_name(link, plain), link,

@@ -13,9 +13,13 @@
 //   app::many::{lambda(int)#3}::operator()        (mutable)   500000
 //   app::many::{lambda(int)#4}::operator()::{lambda(int)#1}::operator()
 //                                                 (nested)   1200000
+//   app::many::{lambda(auto:1)#1}::operator()<>   (generic)   800000
+//     (--full-names: operator()<int> 350000, operator()<double> 450000)
 //
-// C++ numbers lambdas among those of the same parameter types in the
-// same function: the (int const&) one is #1 of its kind.
+// as the Itanium C++ ABI numbers lambdas, among those of the same
+// parameter types in the same function, the (int const&) one being #1 of
+// its kind (clang, GCC 13 and later); GCC 12 numbers all of a function's
+// lambdas in one sequence: #1, #2, (int const&)#3, #4, #5, (auto:1)#6.
 #include <algorithm>
 #include <cstdio>
 
@@ -51,6 +55,13 @@ void many()
 	std::for_each(ids, ids + 2, [](int x) NI {
 		std::for_each(ids, ids + N, [x](int y) NI { keep[4 + x][y] = new char[600]; });
 	});
+	auto generic = [](auto x) NI {
+		keep[7][static_cast<int>(x)] = new char[sizeof x == sizeof(int) ? 700 : 900];
+	};
+	for (int i = 0; i < N / 2; i++) {
+		generic(i);
+		generic(static_cast<double>(i + N / 2));
+	}
 }
 } // namespace app
 
