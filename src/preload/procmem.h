@@ -49,4 +49,12 @@ bool procmem_cgroup_path(const char *buf, size_t n, bool v2, char *out, size_t c
 /* "some avg10=12.34 ..." -> 1234. */
 bool procmem_psi_parse(const char *buf, size_t n, uint32_t *centi);
 
+/* Whether procmem_read may walk the page tables (smaps_rollup) at now_ns,
+ * the last walk having ended at last_end_ns (0: none yet) after taking
+ * last_cost_ns: once PROCMEM_WALK_SPACING times its cost has passed, so
+ * the walks take at most 1% of the time (procmem.c). A clock that went
+ * back allows it. */
+#define PROCMEM_WALK_SPACING 100
+bool procmem_walk_due(uint64_t now_ns, uint64_t last_end_ns, uint64_t last_cost_ns);
+
 #endif

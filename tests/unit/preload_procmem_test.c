@@ -101,3 +101,21 @@ AP_TEST(push_request_head)
 	AP_CHECK_EQ_INT(push_parse_status("HTTP/1.1 2x4", 12), -1);
 	AP_CHECK_EQ_INT(push_parse_status("HTTP/1.1", 8), -1);
 }
+
+/* The page-table walk's budget: at most 1% of the time (procmem.h). */
+AP_TEST(walk_budget)
+{
+	const uint64_t ms = 1000000;
+	/* never walked: walk */
+	AP_CHECK(procmem_walk_due(5 * ms, 0, 0));
+	/* a 25 ms walk that ended at t = 1 s: not before 1 s + 2.5 s */
+	AP_CHECK(!procmem_walk_due(1000 * ms + 1, 1000 * ms, 25 * ms));
+	AP_CHECK(!procmem_walk_due(3499 * ms, 1000 * ms, 25 * ms));
+	AP_CHECK(procmem_walk_due(3500 * ms, 1000 * ms, 25 * ms));
+	/* a cheap walk (30 us) may repeat after 3 ms */
+	AP_CHECK(!procmem_walk_due(1002 * ms, 1000 * ms, 30000));
+	AP_CHECK(procmem_walk_due(1003 * ms, 1000 * ms, 30000));
+	/* a clock that went back does not block the walk forever */
+	AP_CHECK(procmem_walk_due(500 * ms, 1000 * ms, 25 * ms));
+	AP_CHECK_EQ_INT(PROCMEM_WALK_SPACING, 100);
+}
