@@ -146,7 +146,7 @@ const char *detect_warning(void)
 			snprintf(warning, sizeof warning,
 				 "no allocation reached allocprof while the "
 				 "process's anonymous memory grew by %llu MiB (an allocator of the "
-				 "program's own?): profiles are empty",
+				 "program's own?): that memory is not in the profiles",
 				 (unsigned long long)((now - anon_at_start) >> 20));
 	}
 	if (!warning[0])
