@@ -145,6 +145,10 @@ typedef struct hv_site {
 	                          that of the site's largest single sample) */
 	const hv_frame *stack; /* representative stack, leaf first: that of */
 	size_t nstack;         /*   the site's largest single sample */
+	bool several_files;    /* HV_BY_FUNCTION: its samples' first frames lie
+	                          in more than one file (two static functions
+	                          of one name), so file and line speak for the
+	                          largest part only */
 	hv_stat stat;
 } hv_site;
 

@@ -113,7 +113,9 @@ static void print_table(FILE *out, const hv_view *v, const report_options *r)
 	for (size_t i = 0; i < shown; i++) {
 		const hv_site *s = hv_site_at(v, i);
 		char where[512] = "", chain[4096];
-		if (o->by == HV_BY_FUNCTION && *s->file)
+		if (o->by == HV_BY_FUNCTION && s->several_files)
+			snprintf(where, sizeof where, "(in several files: --by line)");
+		else if (o->by == HV_BY_FUNCTION && *s->file)
 			snprintf(where, sizeof where, "%s:%lld", s->file,
 				 (long long)s->line);
 		print_row(out, &s->stat, t->bytes,
@@ -369,6 +371,8 @@ static void print_json(FILE *out, const hv_view *v, const report_options *r,
 		json_string(&w, s->file);
 		json_key(&w, "line");
 		json_int(&w, s->line);
+		json_key(&w, "several_files");
+		json_bool(&w, s->several_files);
 		json_key(&w, "stack");
 		json_begin_array(&w);
 		for (size_t j = 0; j < s->nstack; j++)

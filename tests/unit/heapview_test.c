@@ -126,6 +126,34 @@ AP_TEST(aggregation_by_function_line_and_stack)
 	ap_profile_destroy(p);
 }
 
+/* Two functions of one name in two files (C static functions) are one row
+ * by function, which says its file and line speak for part of it only. */
+AP_TEST(one_name_in_two_files)
+{
+	static const synth_site s[] = {
+		{"helper", "a.c", 3, 1000, 10, 0},
+		{"helper", "b.c", 3, 3000, 10, 0},
+		{"g", "b.c", 5, 50, 10, 0},
+		{"g", "b.c", 9, 70, 10, 0},
+	};
+	ap_profile *p;
+	AP_CHECK(synth_profile(s, 4, 1, 1, 0, &p, NULL) == 0);
+	hv_view *v = view_of(p, HV_ALLOC, HV_BY_FUNCTION);
+	AP_CHECK(v && hv_nsites(v) == 2);
+	const hv_site *h = site_named(v, "helper"), *g = site_named(v, "g");
+	AP_CHECK(h && g);
+	AP_CHECK_NEAR(h->stat.bytes, 40000, 0, 0);
+	AP_CHECK(h->several_files);
+	AP_CHECK(!strcmp(h->file, "b.c")); /* the largest part's */
+	AP_CHECK(!g->several_files);       /* two lines of one file */
+	hv_destroy(v);
+	v = view_of(p, HV_ALLOC, HV_BY_LINE);
+	AP_CHECK(v && site_named(v, "helper a.c:3") && site_named(v, "helper b.c:3"));
+	AP_CHECK(!site_named(v, "helper a.c:3")->several_files);
+	hv_destroy(v);
+	ap_profile_destroy(p);
+}
+
 AP_TEST(filters_focus_ignore_size)
 {
 	ap_profile *p;
