@@ -535,7 +535,10 @@ static int add_to_site(struct build *b, const hv_site *st, size_t n,
 	}
 	hv_site *site = &v->sites[idx];
 	hv_stat_add(&site->stat, stat);
-	if (n && b->best[idx] >= 0 && strcmp(site->file, b->fbuf[0].file) != 0)
+	/* files differ, both known (a frame without line information says
+	 * nothing of where its function lies) */
+	if (n && b->best[idx] >= 0 && *site->file && *b->fbuf[0].file &&
+	    strcmp(site->file, b->fbuf[0].file) != 0)
 		site->several_files = true;
 	if (stat->bytes > b->best[idx]) {
 		b->best[idx] = stat->bytes;

@@ -135,9 +135,10 @@ AP_TEST(one_name_in_two_files)
 		{"helper", "b.c", 3, 3000, 10, 0},
 		{"g", "b.c", 5, 50, 10, 0},
 		{"g", "b.c", 9, 70, 10, 0},
+		{"g", "", 0, 30, 10, 0}, /* no line information: no file */
 	};
 	ap_profile *p;
-	AP_CHECK(synth_profile(s, 4, 1, 1, 0, &p, NULL) == 0);
+	AP_CHECK(synth_profile(s, 5, 1, 1, 0, &p, NULL) == 0);
 	hv_view *v = view_of(p, HV_ALLOC, HV_BY_FUNCTION);
 	AP_CHECK(v && hv_nsites(v) == 2);
 	const hv_site *h = site_named(v, "helper"), *g = site_named(v, "g");
@@ -145,7 +146,7 @@ AP_TEST(one_name_in_two_files)
 	AP_CHECK_NEAR(h->stat.bytes, 40000, 0, 0);
 	AP_CHECK(h->several_files);
 	AP_CHECK(!strcmp(h->file, "b.c")); /* the largest part's */
-	AP_CHECK(!g->several_files);       /* two lines of one file */
+	AP_CHECK(!g->several_files); /* two lines of one file, one unknown */
 	hv_destroy(v);
 	v = view_of(p, HV_ALLOC, HV_BY_LINE);
 	AP_CHECK(v && site_named(v, "helper a.c:3") && site_named(v, "helper b.c:3"));
