@@ -201,7 +201,7 @@ EOF
 		! grep -q "this is a Go program" "$TMP/err" || fail "Go warning despite interval="
 		"$CLI" report --inuse --json --top 0 "$TMP"/goi.*.pb.gz >"$TMP/go.json" ||
 			fail "interval= in Go wrote no readable profile: $(cat "$TMP/err")"
-		grep -q '"function":"c_alloc","file":"[^"]*","line":[0-9]*,"stack":\[[^]]*\],"bytes":1000000,' \
+		grep -q '"function":"c_alloc","file":"[^"]*","line":[0-9]*,"several_files":false,"stack":\[[^]]*\],"bytes":1000000,' \
 			"$TMP/go.json" || fail "Go program's C allocations: $(cat "$TMP/go.json")"
 	else
 		echo "Go part skipped: go build failed: $(tail -3 "$TMP/gobuild")" >&2
