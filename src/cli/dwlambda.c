@@ -221,14 +221,17 @@ static int record(dwl_map *m, Dwarf_Die *op, Dwarf_Off closure, Dwarf_Die *outer
  * them among the closures of the same signature in the same scope, as
  * clang does and GCC from version 13 (ABI version 18); GCC before 13
  * counted every lambda of the scope, whatever its signature. GCC names
- * itself and its version in DW_AT_producer ("GNU C++17 12.2.0 -O2 ..."),
+ * itself and its version in DW_AT_producer ("GNU C++17 12.2.0 -O2 ...";
+ * "GNU GIMPLE 12.2.0 ..." for code compiled at link time with -flto),
  * with -fabi-version=N when the option was given.
  */
 static bool numbers_by_signature(Dwarf_Die *cu)
 {
 	Dwarf_Attribute a;
 	const char *p = dwarf_attr(cu, DW_AT_producer, &a) ? dwarf_formstring(&a) : NULL;
-	if (!p || strncmp(p, "GNU C", 5) != 0)
+	/* "GNU C++17 12.2.0 ...", or "GNU GIMPLE 12.2.0 ..." for a unit
+	 * GCC wrote at link time (-flto) */
+	if (!p || strncmp(p, "GNU ", 4) != 0)
 		return true;
 	const char *v = strchr(p, ' ');
 	v = v ? strchr(v + 1, ' ') : NULL; /* past "GNU C++17" */
@@ -325,27 +328,17 @@ fail:
 
 char *dwl_suffix(const dwl_map *m, Dwarf_Die *fn, Dwarf_Die *outer)
 {
-	Dwarf_Die d = *fn;
-	/* an inlined or concrete instance names its operator() through its
-	 * abstract origin or specification; follow a few links */
-	for (int hop = 0; hop < 4; hop++) {
-		Dwarf_Off off = dwarf_dieoffset(&d);
-		for (size_t i = 0; i < m->n; i++) {
-			const struct lam *l = &m->v[i];
-			if (l->op != off)
-				continue;
-			*outer = l->outer;
-			char *s = NULL;
-			if (asprintf(&s, "::{lambda(%s)#%u}::%s(%s)%s", l->sig, l->num,
-				     l->name, l->sig, l->is_const ? " const" : "") < 0)
-				return NULL;
-			return s;
-		}
-		Dwarf_Attribute a;
-		if (!(dwarf_attr(&d, DW_AT_abstract_origin, &a) ||
-		      dwarf_attr(&d, DW_AT_specification, &a)) ||
-		    !dwarf_formref_die(&a, &d))
+	Dwarf_Off off = dwarf_dieoffset(fn);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct lam *l = &m->v[i];
+		if (l->op != off)
+			continue;
+		*outer = l->outer;
+		char *s = NULL;
+		if (asprintf(&s, "::{lambda(%s)#%u}::%s(%s)%s", l->sig, l->num, l->name,
+			     l->sig, l->is_const ? " const" : "") < 0)
 			return NULL;
+		return s;
 	}
 	return NULL;
 }

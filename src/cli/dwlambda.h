@@ -38,10 +38,12 @@ dwl_map *dwl_build(Dwarf_Die *cu);
 void dwl_free(dwl_map *m);
 
 /*
- * If fn (a function DIE, or an inlined instance of one) is the operator()
- * of a lambda of the unit: the DIE of the function that defines the
- * lambda in *outer, and "::{lambda(SIG)#N}::operator()(SIG)[ const]" (the
- * part after the outer function's name) as a malloc'd string. NULL
+ * If fn, a DIE of the unit, is the operator() of one of its lambdas (as
+ * written in the closure type: an inlined or out-of-line instance leads
+ * there through DW_AT_abstract_origin or DW_AT_specification, perhaps
+ * into another unit, as -flto's do): the DIE of the function that defines
+ * the lambda in *outer, and "::{lambda(SIG)#N}::operator()(SIG)[ const]"
+ * (the part after the outer function's name) as a malloc'd string. NULL
  * otherwise, or without memory.
  */
 char *dwl_suffix(const dwl_map *m, Dwarf_Die *fn, Dwarf_Die *outer);

@@ -450,17 +450,29 @@ static dwl_map *cu_lambdas(struct symfile *f, Dwarf_Die *cu)
  * fn_strip_params.
  * NULL when fn is not one.
  */
-static char *lambda_name(struct symfile *f, Dwarf_Die *cu, Dwarf_Die *fn, int depth)
+static char *lambda_name(struct symfile *f, Dwarf_Die *fn, int depth)
 {
-	dwl_map *m = cu_lambdas(f, cu);
-	Dwarf_Die outer;
-	char *suffix = m ? dwl_suffix(m, fn, &outer) : NULL;
+	Dwarf_Die outer, d = *fn, dcu;
+	char *suffix = NULL;
+	/* an instance names its operator() through its abstract origin or
+	 * specification, which -flto puts in another unit: each DIE on the
+	 * way is looked up among its own unit's lambdas */
+	for (int hop = 0; hop < 4 && !suffix; hop++) {
+		dwl_map *m = dwarf_diecu(&d, &dcu, NULL, NULL) ? cu_lambdas(f, &dcu) : NULL;
+		if (m)
+			suffix = dwl_suffix(m, &d, &outer);
+		Dwarf_Attribute a;
+		if (!suffix && (!(dwarf_attr(&d, DW_AT_abstract_origin, &a) ||
+				  dwarf_attr(&d, DW_AT_specification, &a)) ||
+				!dwarf_formref_die(&a, &d)))
+			break;
+	}
 	if (!suffix)
 		return NULL;
 	const char *link = die_linkage(&outer), *plain = die_name(&outer);
 	char *head = NULL;
 	if (!link && plain && strncmp(plain, "operator()", 10) == 0 && depth < 4)
-		head = lambda_name(f, cu, &outer, depth + 1);
+		head = lambda_name(f, &outer, depth + 1);
 	if (!head && link)
 		head = fn_demangle_full(link); /* "app::names(int)" */
 	if (!head && plain)
@@ -575,7 +587,7 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 			link = symname;
 		char *name = NULL;
 		if (!link && plain && strncmp(plain, "operator()", 10) == 0 &&
-		    (name = lambda_name(f, cu, &chain[i], 0)))
+		    (name = lambda_name(f, &chain[i], 0)))
 			fn_strip_params(name); /* as fn_demangle does */
 		out[n] = (struct rawframe){name ? name : display_name(link, plain), link,
 					   file, line, col};

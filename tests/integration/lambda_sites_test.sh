@@ -6,8 +6,8 @@
 # inlines them all, and its DWARF names each inlined lambda only
 # "operator()": a report by function summed them in one row. Built again
 # with -DOUTLINE, each is a function of its own, named by its ELF symbol
-# as the demangler reads it. At rate 1 (exact) both builds must give the
-# same sites, each named as the demangler names the lambda (its
+# as the demangler reads it; and with -flto. At rate 1 (exact) every build
+# must give the same sites, each named as the demangler names the lambda (its
 # function, parameter types and number) with exactly its bytes, in the
 # default names and in --full-names.
 set -euo pipefail
@@ -30,10 +30,15 @@ g++ -std=c++17 -O2 -g -DOUTLINE -o "$tmp/outline" \
   fail "g++ -DOUTLINE lambda_sites.cc: $(cat "$tmp/gxx.err")"
 [ "$(nm -C "$tmp/outline" | grep -c '{lambda(.*operator()')" -ge 8 ] ||
   fail "-DOUTLINE: want eight lambda functions with symbols: $(nm -C "$tmp/outline" | grep lambda)"
+# Link-time optimisation: the code's units ("GNU GIMPLE") point into the
+# compile-time units, where the closure types are.
+g++ -std=c++17 -O2 -g -flto -o "$tmp/lto" \
+  "$AP_SRCDIR/tests/integration/progs/lambda_sites.cc" 2> "$tmp/gxx.err" ||
+  fail "g++ -flto lambda_sites.cc: $(cat "$tmp/gxx.err")"
 
-for b in inline outline; do
+for b in inline outline lto; do
   exe=$prog
-  [ $b = inline ] || exe=$tmp/outline
+  [ $b = inline ] || exe=$tmp/$b
   "$cli" run -q -r 1 -o "$tmp/$b.pb.gz" -- "$exe" > /dev/null || fail "allocprof run ($b) exited $?"
   "$cli" report --alloc --json --top 0 "$tmp/$b.pb.gz" > "$tmp/$b.json"
   "$cli" report --alloc --json --top 0 --full-names "$tmp/$b.pb.gz" > "$tmp/$b.full.json"
@@ -50,14 +55,14 @@ def lambdas(path):
     sites = json.load(open(path))["sites"]
     return {s["function"]: s["bytes"] for s in sites if "{lambda(" in s["function"]}
 for view in ("", ".full"):
-    got = {b: lambdas(f"{tmp}/{b}{view}.json") for b in ("inline", "outline")}
+    got = {b: lambdas(f"{tmp}/{b}{view}.json") for b in ("inline", "outline", "lto")}
     for b, sites in got.items():
         if sorted(sites.values()) != want[view]:
             print(f"{b}{view}: lambda sites {sites}, want one of each of {want[view]} bytes")
             bad += 1
-    if got["inline"] != got["outline"]:
-        print(f"inline{view} {got['inline']}\n  != outline{view} {got['outline']}")
-        bad += 1
+        if sites != got["outline"]:
+            print(f"{b}{view} {sites}\n  != outline{view} {got['outline']}")
+            bad += 1
     names = " ".join(got["inline"])
     nested = "::operator()" + ("(int) const" if view else "") + "::{lambda(int)#1}::operator()"
     for part in ("app::Store::fill", "{lambda(int const&)#", nested, "{lambda(auto:1)#"):
