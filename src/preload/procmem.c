@@ -159,10 +159,9 @@ bool procmem_psi(uint32_t *centi)
 /* ---- the kernel's view ------------------------------------------------- */
 
 /*
- * smaps_rollup walks the page tables of every mapping: about 15 ms per GiB
- * of resident 4 KiB pages here (3.5 ms for 100 MiB shared plus 100 MiB
- * private, 123 ms for 4 GiB of each; transparent huge pages cost almost
- * nothing), on every dump and every /metrics scrape. A walk is made only
+ * smaps_rollup walks the page tables of every mapping, at a cost that grows
+ * with the resident 4 KiB pages (memory in transparent huge pages costs
+ * little), on every dump and every /metrics scrape. A walk is made only
  * when at least PROCMEM_WALK_SPACING times its last cost has passed since
  * it ended, so walking takes at most 1% of the time; other readings take
  * /proc/self/status alone (source=status). The last walk's end and cost
@@ -170,13 +169,6 @@ bool procmem_psi(uint32_t *centi)
  * walk the parent found costly moments before.
  */
 static _Atomic uint64_t walk_end_ns, walk_cost_ns;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 bool procmem_walk_due(uint64_t now_ns, uint64_t last_end_ns, uint64_t last_cost_ns)
 {
@@ -194,10 +186,10 @@ static void read_kernel(ap_memory *m)
 		ap_memory_set(m, AP_MEM_SHMEM, shmem);
 	uint64_t rss, anon;
 	ssize_t r = -1;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = set_now_ns();
 	if (procmem_walk_due(t0, atomic_load(&walk_end_ns), atomic_load(&walk_cost_ns))) {
 		r = read_small("/proc/self/smaps_rollup", buf + 0, sizeof buf);
-		uint64_t t1 = mono_ns();
+		uint64_t t1 = set_now_ns();
 		atomic_store(&walk_cost_ns, t1 - t0);
 		atomic_store(&walk_end_ns, t1);
 	}
