@@ -171,7 +171,7 @@ static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
  * as it did at the first dump (a later package upgrade may point the
  * name's links at a newer file; the first resolution is closer to the file
  * mapped). Full, a name is resolved each time. Under retired_lock, which
- * the fork handlers hold and reset.
+ * the fork handlers hold and reset (realpath itself runs outside it).
  */
 #define REAL_MAX 128
 #define REAL_POOL (32 * 1024)
@@ -181,21 +181,35 @@ static struct {
 static char real_pool[REAL_POOL];
 static size_t real_n, real_used;
 
-/* m->path (a name as loaded) replaced by its realpath, if it has one. */
+/* The cached realpath of name into out (which may be name); false when
+ * not cached. Under retired_lock. */
+static bool real_lookup(const char *name, char *out)
+{
+	for (size_t i = 0; i < real_n; i++)
+		if (strcmp(real_pool + real_ent[i].name, name) == 0) {
+			const char *r = real_pool + real_ent[i].real;
+			memmove(out, r, strlen(r) + 1);
+			return true;
+		}
+	return false;
+}
+
+/* m->path (a name as loaded) replaced by its realpath, if it has one. The
+ * lock is not held across realpath's system calls: a fork waits on it. */
 static void resolve_path(map_ent *m)
 {
 	m->resolve = false;
-	for (size_t i = 0; i < real_n; i++)
-		if (strcmp(real_pool + real_ent[i].name, m->path) == 0) {
-			const char *r = real_pool + real_ent[i].real;
-			memcpy(m->path, r, strlen(r) + 1);
-			return;
-		}
+	pthread_mutex_lock(&retired_lock);
+	bool hit = real_lookup(m->path, m->path);
+	pthread_mutex_unlock(&retired_lock);
 	char real[PATH_MAX];
-	if (!realpath(m->path, real))
+	if (hit || !realpath(m->path, real))
 		return; /* gone, or unreadable: keep the name, do not remember */
 	size_t nn = strlen(m->path) + 1, rn = strlen(real) + 1;
-	if (real_n < REAL_MAX && real_used + nn + rn <= REAL_POOL) {
+	pthread_mutex_lock(&retired_lock);
+	char seen[PATH_MAX];
+	if (!real_lookup(m->path, seen) && real_n < REAL_MAX &&
+	    real_used + nn + rn <= REAL_POOL) {
 		real_ent[real_n].name = (uint32_t)real_used;
 		memcpy(real_pool + real_used, m->path, nn);
 		real_ent[real_n].real = (uint32_t)(real_used + nn);
@@ -203,17 +217,16 @@ static void resolve_path(map_ent *m)
 		real_used += nn + rn;
 		real_n++;
 	}
+	pthread_mutex_unlock(&retired_lock);
 	memcpy(m->path, real, rn);
 }
 
 /* Resolve the names map_cb left as loaded. */
 static void resolve_paths(map_list *l)
 {
-	pthread_mutex_lock(&retired_lock);
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].resolve)
 			resolve_path(&l->v[i]);
-	pthread_mutex_unlock(&retired_lock);
 }
 
 void dump_retire_object(arena *a, void *handle)
@@ -262,12 +275,10 @@ void dump_retired_reset_lock(void)
 
 void dump_prime_paths(arena *a)
 {
-	map_list l;
-	memset(&l, 0, sizeof l);
-	l.a = a;
-	dl_iterate_phdr(map_cb, &l);
-	resolve_paths(&l);
-	arena_free(a, l.v);
+	dump_mapping *v = NULL;
+	size_t n;
+	if (dump_list_mappings(a, &v, &n) == 0)
+		arena_free(a, v);
 }
 
 /* Append the retired mappings no loaded object overlaps now (an address
