@@ -4,6 +4,8 @@
  */
 #include "demangle.h"
 
+#include <stdbool.h>
+
 #include <libiberty/demangle.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -77,7 +79,8 @@ void fn_strip_params(char *s)
 	memmove(s, s + start, end - start + 1);
 }
 
-char *fn_demangle(const char *name)
+/* Both entry points: C++ names lose their parameter list when strip. */
+static char *demangle(const char *name, bool strip)
 {
 	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
@@ -86,15 +89,17 @@ char *fn_demangle(const char *name)
 	char *d = dm_run(name, DM_RUST);
 	if (d || name[1] != 'Z')
 		return d;
-	if ((d = dm_run(name, DM_CXX)))
+	if ((d = dm_run(name, DM_CXX)) && strip)
 		fn_strip_params(d);
 	return d;
 }
 
+char *fn_demangle(const char *name)
+{
+	return demangle(name, true);
+}
+
 char *fn_demangle_full(const char *name)
 {
-	if (!name || name[0] != '_' || name[1] != 'Z')
-		return NULL;
-	char *d = dm_run(name, DM_RUST);
-	return d ? d : dm_run(name, DM_CXX);
+	return demangle(name, false);
 }

@@ -443,6 +443,13 @@ static dwl_map *cu_lambdas(struct symfile *f, Dwarf_Die *cu)
 	return u ? u->lams : NULL;
 }
 
+/* "operator()", or a template instance's "operator()<int>": what GCC's
+ * DWARF calls a lambda's operator(), and nothing more. */
+static bool is_call_operator(const char *name)
+{
+	return strncmp(name, "operator()", 10) == 0 && (!name[10] || name[10] == '<');
+}
+
 /*
  * The name of fn when it is the operator() of a lambda GCC left nameless
  * (dwlambda.h): the defining function's name (demangled with its
@@ -471,7 +478,7 @@ static char *lambda_name(struct symfile *f, Dwarf_Die *fn, int depth)
 		return NULL;
 	const char *link = die_linkage(&outer), *plain = die_name(&outer);
 	char *head = NULL;
-	if (!link && plain && strncmp(plain, "operator()", 10) == 0 && depth < 4)
+	if (!link && plain && is_call_operator(plain) && depth < 4)
 		head = lambda_name(f, &outer, depth + 1);
 	if (!head && link)
 		head = fn_demangle_full(link); /* "app::names(int)" */
@@ -582,11 +589,11 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		 * a lambda's operator(), which GCC's DWARF names no further,
 		 * prefer it (its C++ symbol says whose lambda it is) */
 		if (outer && !link && symname &&
-		    (!plain || (strncmp(plain, "operator()", 10) == 0 &&
+		    (!plain || (is_call_operator(plain) &&
 				strncmp(symname, "_Z", 2) == 0)))
 			link = symname;
 		char *name = NULL;
-		if (!link && plain && strncmp(plain, "operator()", 10) == 0 &&
+		if (!link && plain && is_call_operator(plain) &&
 		    (name = lambda_name(f, &chain[i], 0)))
 			fn_strip_params(name); /* as fn_demangle does */
 		out[n] = (struct rawframe){name ? name : display_name(link, plain), link,
