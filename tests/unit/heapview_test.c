@@ -149,8 +149,9 @@ AP_TEST(one_name_in_two_files)
 	AP_CHECK(!g->several_files); /* two lines of one file, one unknown */
 	hv_destroy(v);
 	v = view_of(p, HV_ALLOC, HV_BY_LINE);
-	AP_CHECK(v && site_named(v, "helper a.c:3") && site_named(v, "helper b.c:3"));
-	AP_CHECK(!site_named(v, "helper a.c:3")->several_files);
+	const hv_site *la = v ? site_named(v, "helper a.c:3") : NULL;
+	AP_CHECK(la && v && site_named(v, "helper b.c:3"));
+	AP_CHECK(la && !la->several_files);
 	hv_destroy(v);
 	ap_profile_destroy(p);
 }
