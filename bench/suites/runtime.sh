@@ -35,8 +35,10 @@ set -euo pipefail
 build=$1 out=$2 quick=${3:-0}
 bin=$build/bench/malloc_workload_bench
 lib=$build/liballocprof_preload.so
+fwd=$build/bench/forward_preload.so # the interposition floor (bench/forward_preload.c)
 [ -x "$bin" ] || { echo "runtime.sh: $bin not built" >&2; exit 1; }
 [ -r "$lib" ] || { echo "runtime.sh: $lib not built" >&2; exit 1; }
+[ -r "$fwd" ] || { echo "runtime.sh: $fwd not built" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2; exit 1; }
 # awk reads to the end (an early exit can SIGPIPE ldconfig: pipefail).
 jem=$(ldconfig -p | awk '!found && $1 == "libjemalloc.so.2" && /x86-64/ { print $NF; found = 1 }')
@@ -60,6 +62,27 @@ popts="output=$tmp/p.%p.pb.gz"
 # field KEY: value of KEY=... in the program's output line ($tmp/line).
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
 
+# The CPU every single-threaded run is pinned to. This machine's CPUs are
+# not alike: on one of them the same run took 1.92 s five times in a row,
+# on the other 2.67 to 3.32 s (seen on 2026-11-28). Unpinned,
+# each run lands on either, so a round's ratio could be 1.5x or 0.7x by
+# chance. Pinned, all runs of a comparison share one CPU; the faster by
+# median of three short calibration runs, so drift elsewhere does not
+# choose for us.
+pin="" calib=""
+if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
+  best=""
+  for c in $(seq 0 $(($(nproc) - 1))); do
+    t=$(for _ in 1 2 3; do
+          taskset -c "$c" "$bin" mixed 2000000 | sed -n 's/.* cpu_seconds=\([0-9.]*\).*/\1/p'
+        done | median)
+    calib="$calib${calib:+, }CPU $c $t s"
+    if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$t pin=$c
+    fi
+  done
+fi
+
 # one_run TAG ENV... -- ARGS...: run the bench program once with the
 # environment assignments ENV; append "wall loop rss" to $tmp/TAG.
 one_run() {
@@ -70,7 +93,12 @@ one_run() {
   shift
   local t0 t1
   t0=$(date +%s%N)
-  env -u LD_PRELOAD -u MALLOC_CONF -u ALLOCPROF_OPTIONS "${envs[@]}" "$bin" "$@" \
+  local cmd=("$bin" "$@")
+  # pinned unless the run is threaded (mixed OPS THREADS with THREADS > 1)
+  if [ -n "$pin" ] && { [ "$1" != mixed ] || [ "${3:-1}" = 1 ]; }; then
+    cmd=(taskset -c "$pin" "$bin" "$@")
+  fi
+  env -u LD_PRELOAD -u MALLOC_CONF -u ALLOCPROF_OPTIONS "${envs[@]}" "${cmd[@]}" \
     >"$tmp/line" 2>"$tmp/err" || { echo "runtime.sh: run failed: ${envs[*]} $*" >&2; cat "$tmp/err" >&2; exit 1; }
   t1=$(date +%s%N)
   [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr from ${envs[*]} $*:" >&2; cat "$tmp/err" >&2; exit 1; }
@@ -127,17 +155,19 @@ rounds() {
 # ---- time ratios at the default rate ---------------------------------------
 rounds "X=1" "glibc1=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" \
   "glibcfast=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
+  "glibcfwd=LD_PRELOAD=$fwd" \
   -- mixed "$mixed_ops" 1
 paired glibc2 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 2
-configs="glibc1 glibcfast glibc2"
+configs="glibc1 glibcfast glibcfwd glibc2"
 if [ -n "$jem" ]; then
   # Nothing sampled (jemfast): the interposition's fixed cost alone, so the
   # rest of jem1's overhead is what sampling costs.
   rounds "LD_PRELOAD=$jem" "jem1=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" \
     "jemfast=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
+    "jemfwd=LD_PRELOAD=$fwd:$jem" \
     "jeprof1=LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
     -- mixed "$mixed_ops" 1
-  configs="$configs jem1 jemfast jeprof1"
+  configs="$configs jem1 jemfast jemfwd jeprof1"
 fi
 
 # ---- instructions per non-sampled malloc+free ----------------------------
@@ -213,9 +243,20 @@ verdict_ci() {
 glibc_ns=$(same_round_ns glibc1 glibcfast)
 jem_ns=nan
 [ -z "$jem" ] || jem_ns=$(same_round_ns jem1 jemfast)
+# What the 1.05x target leaves each sample once interposition is paid at the
+# forwarding preload's price: (1.05 - its loop ratio) x plain loop / samples
+# recorded (medians), in ns. Negative: the floor alone is over the target.
+budget_ns() { # budget_ns PROF_CONFIG FWD_CONFIG
+  local s
+  s=$(col "$tmp/$1.prof" 4 | median)
+  calc %.1f "(1.05 - ${loop[$2]}) * $(col "$tmp/$1.base" 5 | median) * 1e9 / $s"
+}
+glibc_budget=$(budget_ns glibc1 glibcfwd)
+jem_budget=nan
+[ -z "$jem" ] || jem_budget=$(budget_ns jem1 jemfwd)
 mkdir -p "$out"
 {
-  printf '{"quick":%s,"runs":%s,"mixed_ops":%s,\n "time":{' "$quick" "$runs" "$mixed_ops"
+  printf '{"quick":%s,"runs":%s,"mixed_ops":%s,"pinned_cpu":%s,\n "time":{' "$quick" "$runs" "$mixed_ops" "${pin:-null}"
   sep=""
   for c in $configs; do
     printf '%s"%s":{"loop_ratio":%s,"loop_ratio_ci":[%s,%s],"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s}' \
@@ -226,8 +267,8 @@ mkdir -p "$out"
     "$pairs_n1" "$pairs_n2" "$ir_base" "$ir_prof" "$ir_extra"
   printf ' "per_sample_ns":{"ops":%s,"pairs":%s' "$deep_ops" "$deep_runs"
   for k in "${!ns[@]}"; do printf ',"%s":%s' "$k" "${ns[$k]}"; done
-  printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s' "$glibc_ns"
-  [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s' "$jem_ns"
+  printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s,"glibc_budget":%s' "$glibc_ns" "$glibc_budget"
+  [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s,"jem_budget":%s' "$jem_ns" "$jem_budget"
   printf '}}\n'
 } >"$out/runtime.json"
 
@@ -250,18 +291,23 @@ sign test's $ci_conf confidence interval for the median of the loop ratios; a ta
 the whole interval is within it, missed when all of it is over, undecided otherwise; "loop" is the timed workload inside the
 program (its CPU time, all threads: the other programs of a shared machine inflate wall
 times, not this), "process" the whole run's wall time including start-up and the final
-profile dump.
+profile dump. $( [ -n "$pin" ] && echo "Every single-threaded run is pinned to CPU $pin (\`taskset\`), the faster of this
+machine's CPUs in a calibration at the start (\`mixed 2000000\`, median loop CPU time of 3 runs:
+$calib): a shared machine's CPUs need not be alike, and unpinned runs landing on either
+would make each round's ratio partly chance. The 2-thread runs are not pinned." || echo "Runs are not pinned to a CPU (taskset missing or one CPU).")
 
 | workload | plain loop | loop ratio | interval | process ratio | target | extra peak RSS |
 |---|---|---|---|---|---|---|
 $(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict_ci glibc1 1.05)")
 $(row glibcfast "of which interposition alone: over glibc, nothing sampled (rate 2^50)" "-")
+$(row glibcfwd "reference: a preload that only forwards the malloc family, over glibc" "-")
 $(row glibc2 "glibc, 2 threads (interleaved pairs of their own)" "<= 1.05x: $(verdict_ci glibc2 1.05)")
 EOF
 if [ -n "$jem" ]; then
   cat <<EOF
 $(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.05x: $(verdict_ci jem1 1.05)")
 $(row jemfast "of which interposition alone: allocprof over jemalloc, nothing sampled (rate 2^50)" "-")
+$(row jemfwd "reference: a preload that only forwards the malloc family, over jemalloc" "-")
 $(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
 EOF
 else
@@ -297,4 +343,12 @@ to libc's start of main; the last column is the same recursion built without the
 At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc"):
 the median over rounds of (profiled loop CPU time - nothing-sampled loop CPU time) / samples
 recorded, both runs from the same round.
+
+The forwarding preload (\`bench/forward_preload.c\`) defines malloc, calloc, realloc and free
+and only passes each call on to the allocator underneath: its row is what interposition
+costs before anything is sampled, a floor for any profiler that sits behind these symbols.
+What the 1.05x target then leaves a sample, (1.05 - the forwarding preload's loop ratio) x
+plain loop / samples recorded: $glibc_budget ns over glibc$( [ -z "$jem" ] || echo ", $jem_budget ns over jemalloc")
+(negative: interposition alone is over the target), against the measured cost per sample
+at the default rate above.
 EOF
