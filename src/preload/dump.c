@@ -694,6 +694,40 @@ static bool power_of_ten(uint64_t n)
 	return n == 1;
 }
 
+/*
+ * The user the process started as. A server's workers often drop
+ * privileges after fork (nginx and Apache switch to www-data): a directory
+ * the starting user could write may then refuse them, and the message says
+ * so, since "Permission denied" alone points at the wrong culprit. Read in
+ * a constructor (the preload, or an attach's dlopen), before main runs.
+ */
+static uid_t start_uid = (uid_t)-1;
+static gid_t start_gid = (gid_t)-1;
+
+__attribute__((constructor)) static void remember_user(void)
+{
+	start_uid = geteuid();
+	start_gid = getegid();
+}
+
+/* A hint for a write that failed with e, or "". */
+static const char *user_hint(int e, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if ((e != EACCES && e != EPERM) || start_uid == (uid_t)-1)
+		return buf;
+	uid_t u = geteuid();
+	gid_t g = getegid();
+	if (u != start_uid || g != start_gid)
+		snprintf(buf, cap, "; this process now runs as uid %u gid %u, "
+			 "not the uid %u gid %u it started as (workers that "
+			 "drop privileges): make the directory writable for "
+			 "them or set output= to one they can write",
+			 (unsigned)u, (unsigned)g, (unsigned)start_uid,
+			 (unsigned)start_gid);
+	return buf;
+}
+
 int dump_write_atomic(const char *path, const void *buf, size_t len)
 {
 	int rc = dump_write_named(NULL, path, buf, len);
@@ -706,12 +740,15 @@ int dump_write_atomic(const char *path, const void *buf, size_t len)
 		return 0;
 	}
 	uint64_t n = atomic_fetch_add(&failures, 1) + 1;
+	char hint[256];
 	if (n == 1)
-		rt_log("cannot write profile %s: %s (further failures are counted, "
-		       "not each printed)", path, strerror(e));
+		rt_log("cannot write profile %s: %s%s (further failures are "
+		       "counted, not each printed)", path, strerror(e),
+		       user_hint(e, hint, sizeof hint));
 	else if (power_of_ten(n))
-		rt_log("cannot write profile %s: %s (%llu failures so far)", path,
-		       strerror(e), (unsigned long long)n);
+		rt_log("cannot write profile %s: %s%s (%llu failures so far)",
+		       path, strerror(e), user_hint(e, hint, sizeof hint),
+		       (unsigned long long)n);
 	errno = e;
 	return rc;
 }

@@ -10,6 +10,8 @@
 #   to a name with its pid. A raw clone(SIGCHLD) child writes under its own
 #   pid; a vfork child calling exit() writes nothing and leaves the parent's
 #   HTTP endpoint serving.
+# - A fork child that switches to another user and cannot write into the
+#   output directory says why; with the directory writable it writes.
 # Every wait is bounded. AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 P=$AP_PROGDIR/proc_events
@@ -109,5 +111,30 @@ if command -v curl >/dev/null; then
 	[ "$(count_files "$TMP/vf/v.*.pb.gz")" = 1 ] ||
 		fail "vfork: want only the parent's profile: $(ls "$TMP/vf")"
 	has_marker "$TMP"/vf/v.*.0.pb.gz || fail "vfork: the profile lacks the parent's samples"
+fi
+# A worker that drops privileges (as nginx's and Apache's do after fork)
+# cannot write into a directory only the starting user may write: the
+# message names the switch, not just "Permission denied"; once the
+# directory is writable for the worker, its profile is written. As root only.
+if [ "$(id -u)" = 0 ]; then
+	mkdir "$TMP/drop"
+	chmod 755 "$TMP/drop"
+	bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/drop/d.%p.pb.gz" \
+		"$P" dropuid 65534 >"$TMP/drop.out" 2>"$TMP/drop.err" || fail "dropuid: failed: $(cat "$TMP/drop.err")"
+	child=$(awk '$1 == "child" { print $2 }' "$TMP/drop.out")
+	[ -n "$child" ] || fail "dropuid: no child pid"
+	grep -q "cannot write profile $TMP/drop/d.$child.pb.gz: Permission denied; this process now runs as uid 65534 gid 65534, not the uid 0 gid 0 it started as" "$TMP/drop.err" ||
+		fail "dropuid: no message naming the user switch: $(cat "$TMP/drop.err")"
+	[ "$(count_files "$TMP/drop/d.*.pb.gz")" = 1 ] || fail "dropuid: want the parent's profile only: $(ls "$TMP/drop")"
+	chmod 711 "$TMP"
+	chmod 1777 "$TMP/drop"
+	rm -f "$TMP"/drop/*
+	bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/drop/d.%p.pb.gz" \
+		"$P" dropuid 65534 >"$TMP/drop.out" 2>"$TMP/drop.err" || fail "dropuid: failed: $(cat "$TMP/drop.err")"
+	child=$(awk '$1 == "child" { print $2 }' "$TMP/drop.out")
+	[ ! -s "$TMP/drop.err" ] || fail "dropuid: stderr with a writable directory: $(cat "$TMP/drop.err")"
+	[ "$(stat -c %u "$TMP/drop/d.$child.pb.gz" 2>/dev/null)" = 65534 ] ||
+		fail "dropuid: no profile written by the worker: $(ls -l "$TMP/drop")"
+	has_marker "$TMP/drop/d.$child.pb.gz" || fail "dropuid: the worker's profile lacks its samples"
 fi
 echo "procs: ok"

@@ -21,10 +21,15 @@
  *                           block and exit()s, writing its own profile
  *   proc_events ignore      like daemon, with SIGTERM ignored: a kill
  *                           does nothing (the test then sends SIGKILL)
+ *   proc_events dropuid UID a fork child switches to group and user UID
+ *                           (as a server's workers drop privileges), keeps
+ *                           a block and exit()s; the parent waits for it,
+ *                           prints "child PID" and exits 0 (run as root)
  *
  * Output is the same profiled or not.
  */
 #define _GNU_SOURCE
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +141,25 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP\n");
+	if (argc == 3 && !strcmp(argv[1], "dropuid")) {
+		fflush(stdout);
+		unsigned id = (unsigned)strtoul(argv[2], NULL, 10);
+		pid_t c = fork();
+		if (c == 0) {
+			if (setgroups(0, NULL) != 0 || setgid((gid_t)id) != 0 ||
+			    setuid((uid_t)id) != 0)
+				_exit(5);
+			keep_marker_block(1);
+			exit(0);
+		}
+		if (c < 0)
+			return 3;
+		int st;
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 4;
+		printf("child %ld\n", (long)c);
+		return 0;
+	}
+	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|dropuid UID\n");
 	return 1;
 }
