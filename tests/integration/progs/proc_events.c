@@ -75,6 +75,18 @@ static int clone_child(void *arg)
 	exit(0);
 }
 
+/* Wait for child c: 0 once it exited 0, 3 when it was never started
+ * (c < 0), 4 when it failed. */
+static int reap(pid_t c)
+{
+	if (c < 0)
+		return 3;
+	int st;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 4;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	keep_marker_block(0);
@@ -106,11 +118,9 @@ int main(int argc, char **argv)
 			return 2;
 		fflush(stdout);
 		pid_t c = clone(clone_child, stack + sz, SIGCHLD, NULL);
-		if (c < 0)
-			return 3;
-		int st;
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			return 4;
+		int rc = reap(c);
+		if (rc)
+			return rc;
 		printf("parent done\n");
 		return 0;
 	}
@@ -128,11 +138,9 @@ int main(int argc, char **argv)
 				exit(0);
 			}
 		}
-		if (c < 0)
-			return 3;
-		int st;
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			return 4;
+		int rc = reap(c);
+		if (rc)
+			return rc;
 		printf("ready\n");
 		fflush(stdout);
 		struct stat sb;
@@ -152,11 +160,9 @@ int main(int argc, char **argv)
 			keep_marker_block(1);
 			exit(0);
 		}
-		if (c < 0)
-			return 3;
-		int st;
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			return 4;
+		int rc = reap(c);
+		if (rc)
+			return rc;
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
