@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "allocprof/hist.h"
 #include "cli_util.h"
@@ -95,6 +96,86 @@ static const char *leaf_first(const hv_site *s, char *buf, size_t len)
 	return buf;
 }
 
+/* ---- a hint: the program's own allocation wrappers ------------------- */
+
+/* Does the name say it allocates ("xmalloc", "zrealloc_usable",
+ * "ngx_palloc", "g_malloc0", "sqlite3MallocZero", "AllocBuffer")? */
+static bool alloc_like(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (strncasecmp(c, "alloc", 5) == 0)
+			return true;
+	return false;
+}
+
+/* Do the samples whose first frame is fn come from two calling functions
+ * or more? */
+static bool several_callers(const hv_view *v, const char *fn)
+{
+	const char *first = NULL;
+	for (size_t i = 0, n = hv_nstacks(v); i < n; i++) {
+		const hv_site *st = hv_stack_at(v, i);
+		if (st->nstack < 2 || strcmp(st->stack[0].function, fn) != 0)
+			continue;
+		const char *caller = st->stack[1].function;
+		if (!first)
+			first = caller;
+		else if (strcmp(first, caller) != 0)
+			return true;
+	}
+	return false;
+}
+
+/* Append name to buf as an ERE matching it literally. */
+static void ere_literal(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+	for (const char *c = name; *c && n + 2 < len; c++) {
+		if (strchr(".[]()*+?{}|^$\\", *c))
+			buf[n++] = '\\';
+		buf[n++] = *c;
+	}
+	buf[n] = '\0';
+}
+
+/*
+ * By function, a large row whose function is named like an allocator and
+ * is reached from several callers is most likely the program's own
+ * wrapper (redis's zmalloc, nginx's ngx_alloc, git's xmalloc): every
+ * allocation made through it is charged to it, and its callers, the
+ * answer the user wants, do not appear. Say how to see them. Rows of at
+ * least 5% of the total among those shown, at most three named.
+ */
+static void print_wrapper_hint(FILE *out, const hv_view *v, size_t shown)
+{
+	const hv_stat *t = hv_total(v);
+	if (hv_view_options(v)->by != HV_BY_FUNCTION || !(t->bytes > 0))
+		return;
+	const char *fn[3];
+	size_t found = 0;
+	for (size_t i = 0; i < shown && found < 3; i++) {
+		const hv_site *s = hv_site_at(v, i);
+		if (s->stat.bytes >= 0.05 * t->bytes && alloc_like(s->function) &&
+		    !strchr(s->function, '\'') && several_callers(v, s->function))
+			fn[found++] = s->function;
+	}
+	if (!found)
+		return;
+	char names[768] = "", re[1024] = "";
+	for (size_t k = 0; k < found; k++) {
+		size_t nl = strlen(names);
+		snprintf(names + nl, sizeof names - nl, "%s%s",
+			 k == 0 ? "" : k + 1 == found ? " and " : ", ", fn[k]);
+		if (k && strlen(re) + 1 < sizeof re)
+			strcat(re, "|");
+		ere_literal(re, sizeof re, fn[k]);
+	}
+	fprintf(out, "hint: %s %s called from several functions, as allocation "
+		     "wrappers are; --skip '^(%s)$' charges %s callers instead\n",
+		names, found > 1 ? "are each" : "is", re,
+		found > 1 ? "their" : "its");
+}
+
 static void print_table(FILE *out, const hv_view *v, const report_options *r)
 {
 	const hv_options *o = hv_view_options(v);
@@ -130,6 +211,7 @@ static void print_table(FILE *out, const hv_view *v, const report_options *r)
 	       "gamma on the uncertain part, normal = Horvitz-Thompson normal, "
 	       "exact = no sampling error, none sampled = [0, what can hide "
 	       "unseen]\n");
+	print_wrapper_hint(out, v, shown);
 }
 
 static void json_stat(json_writer *w, const hv_stat *s, double total)
