@@ -360,6 +360,29 @@ int ap_cmd_run(int argc, char **argv)
 	int signo;
 	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
 	const char *why;
+	pid_t left[8];
+	size_t nleft = started ? runner_survivors(left, 8) : 0;
+	if (nleft && !o.quiet) {
+		/* A daemon: its processes write their profiles when they end,
+		 * after this summary. */
+		char list[128] = "";
+		for (size_t i = 0, k = 0; i < nleft && i < 8; i++) {
+			int m = snprintf(list + k, sizeof list - k, "%s%ld",
+					 i ? ", " : "", (long)left[i]);
+			k += m > 0 ? (size_t)m : 0;
+			if (k >= sizeof list)
+				break;
+		}
+		const char *name = strrchr(argv[cmd], '/');
+		name = name ? name + 1 : argv[cmd];
+		fprintf(stderr, "allocprof: %s left %zu process%s running "
+				"(%s %s%s): %s profiles are written when %s, "
+				"to %s, and are not in this summary\n",
+			name, nleft, nleft > 1 ? "es" : "",
+			nleft > 1 ? "pids" : "pid", list,
+			nleft > 8 ? ", ..." : "", nleft > 1 ? "their" : "its",
+			nleft > 1 ? "they exit" : "it exits", pattern);
+	}
 	if (started && (!o.quiet || (pprof && !o.no_symbolize)) &&
 	    runner_files_scan(globpat, &after) == 0) {
 		runner_files_subtract(&after, &before);

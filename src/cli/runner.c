@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,6 +268,43 @@ const char *runner_no_profile_reason(const char *program)
 	return NULL;
 }
 
+size_t runner_survivors(pid_t *out, size_t cap)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t n = 0;
+	pid_t me = getpid();
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold spaces and ')' */
+		char *rp = strrchr(buf, ')');
+		char state;
+		long ppid;
+		if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 ||
+		    ppid != (long)me || state == 'Z')
+			continue;
+		if (n < cap)
+			out[n] = (pid_t)pid;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 int runner_run_child(char **argv, const char *lib, const char *options,
 		     bool *started, int *signo)
 {
@@ -281,6 +320,10 @@ int runner_run_child(char **argv, const char *lib, const char *options,
 	for (size_t i = 0; i < NFORWARDED; i++)
 		sigaddset(&block, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &block, &oldmask);
+	/* The program's orphans (a daemon's forks, a script's background
+	 * jobs) become ours, not init's: when the program exits, the ones
+	 * still running are named (runner_survivors). */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -330,9 +373,10 @@ int runner_run_child(char **argv, const char *lib, const char *options,
 
 	int st = 0;
 	pid_t w;
+	/* Orphans that end meanwhile are reaped here, not left as zombies. */
 	do
-		w = waitpid(pid, &st, 0);
-	while (w < 0 && errno == EINTR);
+		w = waitpid(-1, &st, 0);
+	while ((w < 0 && errno == EINTR) || (w > 0 && w != pid));
 	child_pid = 0;
 	for (size_t i = 0; i < NFORWARDED; i++)
 		sigaction(forwarded[i], &old[i], NULL);

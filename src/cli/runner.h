@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define RUNNER_PRELOAD_NAME "liballocprof_preload.so"
@@ -69,5 +70,13 @@ const char *runner_no_profile_reason(const char *program);
  */
 int runner_run_child(char **argv, const char *lib, const char *options,
 		     bool *started, int *signo);
+
+/*
+ * After runner_run_child: the processes the program left running (a
+ * daemon it forked, background jobs), which became this process's
+ * children since runner_run_child makes it their subreaper. Fills up to
+ * cap pids; returns how many there are.
+ */
+size_t runner_survivors(pid_t *out, size_t cap);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_cli_test.sh: `allocprof run` end to end: usage errors, exit statuses
 # and signal deaths passed through, signals forwarded, LD_PRELOAD and
-# ALLOCPROF_OPTIONS composed, profiles found and summarized.
+# ALLOCPROF_OPTIONS composed, profiles found and summarized, processes the
+# program leaves running named.
 # AP_TEST_PRELOAD: runs programs under the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -211,5 +212,24 @@ fi
 # An ordinary program that writes no profile keeps the plain message.
 expect_status 0 "$CLI" run -o "$TMP/none.%p.pb.gz" -e dump_at_exit=0 -- true
 grep -q "no profile was written (pattern " "$TMP/err" || fail "plain case: $(cat "$TMP/err")"
+
+# --- a program that leaves a process running (a daemon's start) -------------
+# The summary names it and says its profile comes later; the profile is
+# then written when it exits, with its own samples.
+mkdir "$TMP/bg"
+expect_status 0 "$CLI" run -r 4096 -o "$TMP/bg/b.%p.pb.gz" -- "$P/proc_events" bg "$TMP/bg.stop"
+child=$(awk '$1 == "child" { print $2 }' "$TMP/out")
+[ -n "$child" ] || fail "bg: no child pid: $(cat "$TMP/out")"
+grep -q "^allocprof: proc_events left 1 process running (pid $child): its profiles are written when it exits, to $TMP/bg/b.%p.pb.gz, and are not in this summary\$" "$TMP/err" ||
+	fail "bg: no line naming the process left running: $(cat "$TMP/err")"
+[ ! -e "$TMP/bg/b.$child.pb.gz" ] || fail "bg: the child's profile exists before it exits"
+touch "$TMP/bg.stop"
+for _ in $(seq 100); do [ -e "$TMP/bg/b.$child.pb.gz" ] && break; sleep 0.1; done
+[ -e "$TMP/bg/b.$child.pb.gz" ] || fail "bg: no profile from the process left running: $(ls "$TMP/bg")"
+"$CLI" report "$TMP/bg/b.$child.pb.gz" >"$TMP/bg.rep" 2>&1 || fail "bg: report: $(cat "$TMP/bg.rep")"
+grep -q keep_marker_block "$TMP/bg.rep" || fail "bg: the child's profile lacks its samples: $(cat "$TMP/bg.rep")"
+# A program that leaves nothing running gets no such line.
+expect_status 0 "$CLI" run -r 4096 -o "$TMP/bg/e.%p.pb.gz" -- "$P/proc_events" exit
+! grep -q "left .* running" "$TMP/err" || fail "exit: a process left running? $(cat "$TMP/err")"
 
 echo "run cli: ok"

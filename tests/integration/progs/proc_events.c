@@ -21,6 +21,10 @@
  *                           block and exit()s, writing its own profile
  *   proc_events ignore      like daemon, with SIGTERM ignored: a kill
  *                           does nothing (the test then sends SIGKILL)
+ *   proc_events bg STOP     a fork child keeps a block and runs on until
+ *                           the file STOP exists (at most 60 s), then
+ *                           exit()s; the parent prints "child PID" and
+ *                           exits 0 at once (a daemon's start)
  *   proc_events dropuid UID a fork child switches to group and user UID
  *                           (as a server's workers drop privileges), keeps
  *                           a block and exit()s; the parent waits for it,
@@ -149,6 +153,21 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "bg")) {
+		fflush(stdout);
+		pid_t c = fork();
+		if (c == 0) {
+			keep_marker_block(1);
+			struct stat sb;
+			for (int i = 0; i < 600 && stat(argv[2], &sb) != 0; i++)
+				usleep(100000);
+			exit(0);
+		}
+		if (c < 0)
+			return 3;
+		printf("child %ld\n", (long)c);
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "dropuid")) {
 		fflush(stdout);
 		unsigned id = (unsigned)strtoul(argv[2], NULL, 10);
@@ -166,6 +185,6 @@ int main(int argc, char **argv)
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|dropuid UID\n");
+	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|bg STOP|dropuid UID\n");
 	return 1;
 }
