@@ -87,9 +87,10 @@ void *realloc(void *p, size_t n)
 	if (__builtin_expect(in_pool(p) || !next_realloc, 0)) {
 		resolve();
 		void *q = malloc(n);
-		if (q && p) /* a pool block: copy what fits (its size is unknown) */
-			memcpy(q, p, n < sizeof pool - (size_t)((unsigned char *)p - pool) ?
-					     n : sizeof pool - (size_t)((unsigned char *)p - pool));
+		if (q && p) { /* a pool block, of unknown size: copy what fits */
+			size_t room = sizeof pool - (size_t)((unsigned char *)p - pool);
+			memcpy(q, p, n < room ? n : room);
+		}
 		return q;
 	}
 	return next_realloc(p, n);
