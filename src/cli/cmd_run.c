@@ -361,18 +361,14 @@ int ap_cmd_run(int argc, char **argv)
 	int status = runner_run_child(argv + cmd, lib, opts.s, &started, &signo);
 	const char *why;
 	pid_t left[8];
-	size_t nleft = started ? runner_survivors(left, 8) : 0;
-	if (nleft && !o.quiet) {
+	size_t nleft = started && !o.quiet ? runner_survivors(left, 8) : 0;
+	if (nleft) {
 		/* A daemon: its processes write their profiles when they end,
-		 * after this summary. */
+		 * after this summary. Eight pids of at most 10 digits fit. */
 		char list[128] = "";
-		for (size_t i = 0, k = 0; i < nleft && i < 8; i++) {
-			int m = snprintf(list + k, sizeof list - k, "%s%ld",
-					 i ? ", " : "", (long)left[i]);
-			k += m > 0 ? (size_t)m : 0;
-			if (k >= sizeof list)
-				break;
-		}
+		for (size_t i = 0, k = 0; i < nleft && i < 8; i++)
+			k += (size_t)snprintf(list + k, sizeof list - k, "%s%ld",
+					      i ? ", " : "", (long)left[i]);
 		const char *name = strrchr(argv[cmd], '/');
 		name = name ? name + 1 : argv[cmd];
 		fprintf(stderr, "allocprof: %s left %zu process%s running "
