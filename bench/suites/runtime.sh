@@ -62,13 +62,11 @@ popts="output=$tmp/p.%p.pb.gz"
 # field KEY: value of KEY=... in the program's output line ($tmp/line).
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$tmp/line"; }
 
-# The CPU every single-threaded run is pinned to. This machine's CPUs are
-# not alike: on one of them the same run took 1.92 s five times in a row,
-# on the other 2.67 to 3.32 s (seen on 2026-11-28). Unpinned,
-# each run lands on either, so a round's ratio could be 1.5x or 0.7x by
-# chance. Pinned, all runs of a comparison share one CPU; the faster by
-# median of three short calibration runs, so drift elsewhere does not
-# choose for us.
+# The CPU every single-threaded run is pinned to. A shared machine's CPUs
+# need not be alike (another tenant may load one): unpinned, each run lands
+# on either, and a round's ratio depends on where its runs landed. Pinned,
+# all runs of a comparison share one CPU: the faster by median of three
+# short calibration runs, whose times the section prints.
 pin="" calib=""
 if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
   best=""
