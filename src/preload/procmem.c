@@ -359,6 +359,11 @@ static void read_runtime(ap_memory *m)
 		ap_memory_set(m, AP_MEM_RUNTIME_CACHED, (uint64_t)rt_region.cached * page);
 		other += rt_region.slots_rw;
 		region_unlock(&rt_region);
+	} else {
+		/* range=0 (the default) or no reservation: the range holds
+		 * no sampled block and caches no run; known, not unknown */
+		ap_memory_set(m, AP_MEM_RUNTIME_RANGE, 0);
+		ap_memory_set(m, AP_MEM_RUNTIME_CACHED, 0);
 	}
 	ap_memory_set(m, AP_MEM_RUNTIME_OTHER, other);
 	arena_lock(&rt.a);

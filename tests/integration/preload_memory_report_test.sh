@@ -74,9 +74,9 @@ if bad:
 PY
 }
 
-run_one() { # NAME EXTRA_PRELOAD
+run_one() { # NAME EXTRA_PRELOAD ALLOCATOR [OPTIONS]
 	local out=$TMP/$1.pb.gz
-	bounded 120 env LD_PRELOAD="$LIB $2" ALLOCPROF_OPTIONS="rate=65536,seed=7,output=$out" \
+	bounded 120 env LD_PRELOAD="$LIB $2" ALLOCPROF_OPTIONS="rate=65536,seed=7,${4:+$4,}output=$out" \
 		"$AP_PROGDIR/memshape" 32 32 >"$TMP/$1.truth" ||
 		fail "$1: memshape failed"
 	"$CLI" report --memory --json "$out" >"$TMP/$1.json" || fail "$1: report --memory --json"
@@ -87,6 +87,9 @@ run_one() { # NAME EXTRA_PRELOAD
 }
 
 run_one glibc "" glibc
+# sampled blocks in allocprof's range: the range and its cache enter the
+# waterfall (with the default, range=0, both are a known 0)
+run_one glibc_range "" glibc range=1
 je=$(lib_path libjemalloc.so.2)
 if [ -n "$je" ]; then
 	run_one jemalloc "$je" jemalloc
