@@ -23,7 +23,7 @@
 # side table, the arena; medians over the runs. Last, strace -c -f counts
 # the system calls of the micro workload alone and under allocprof:
 # the difference per 10,000 sampled blocks is what sampling costs in
-# system calls (the runtime's region counters give the samples).
+# system calls (the runtime's count of samples recorded, samples=).
 set -euo pipefail
 build=$1 out=$2 quick=${3:-0}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -103,7 +103,7 @@ if command -v strace >/dev/null && [[ " $WORKLOADS " == *" micro "* ]]; then
   alloc_env glibc 1
   strace -f -c -o "$tmp/st.prof" env -u LD_PRELOAD "${AE[@]}" "${WL_CMD[@]}" >/dev/null 2>"$tmp/st.log"
   ML=$(memline "$tmp/st.log")
-  sampled=$(( $(kv warm) + $(kv cold) + $(kv fresh) ))
+  sampled=$(kv samples)
   rm -rf "${tmp:?}/o/"*
   per10k() { # per10k SYSCALL: (profiled - alone) calls per 10,000 sampled blocks
     local b p
@@ -145,12 +145,12 @@ for w in $WORKLOADS; do
     rows="$rows| $w | $a | $(mib "$base") MiB | $(mib "$prof") MiB | $(mib "$diff") MiB | $(mib "$lo") to $(mib "$hi") MiB | $(mib "$budget") MiB | $verdict |
 "
     declare -A M=()
-    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib warm cold fresh madvise mprotect mincore; do
+    for k in range_peak_kib live_kib cache_peak_kib cache_limit_kib side_table_kib side_table_res_kib arena_kib set_kib warm cold fresh madvise mprotect mincore; do
       M[$k]=$(med "$w" "$a" 1 "$k")
     done
     warm_pct=$(awk -v w="${M[warm]}" -v c="${M[cold]}" -v f="${M[fresh]}" \
-      'BEGIN { n = w + c + f; printf "%.0f%%", n ? 100 * w / n : 0 }')
-    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} / ${M[mincore]} |
+      'BEGIN { n = w + c + f; if (n) printf "%.0f%%", 100 * w / n; else printf "-" }')
+    brows="$brows| $w | $a | ${M[range_peak_kib]} | ${M[cache_peak_kib]} | ${M[cache_limit_kib]} | ${M[side_table_kib]} (${M[side_table_res_kib]}) | ${M[arena_kib]} | ${M[set_kib]} | $warm_pct | ${M[madvise]} / ${M[mprotect]} / ${M[mincore]} |
 "
     js="{\"workload\":\"$w\",\"allocator\":\"$a\",\"rss_alone_kib\":$base,\"rss_prof_kib\":$prof"
     js="$js,\"overhead_kib\":$diff,\"overhead_ci_kib\":[$lo,$hi],\"budget_kib\":$budget,\"verdict\":\"${verdict//\*/}\""
@@ -185,23 +185,26 @@ KiB): the range's peak resident pages (live sampled blocks, which the program wo
 hold in its allocator, plus the warm cache and slack), the cache's peak and its budget at exit
 (max(floor, 1/64 of the live sampled pages), \`src/preload/region.h\`), the side table's
 accessible part and its resident part at exit (touched only where runs start), the arena's
-mappings (touched as used); the share of sampled blocks that reused a warm run, and the
-region's madvise / mprotect / mincore calls per run.
+mappings (touched as used), the sampled set's table; the share of the range's blocks that
+reused a warm run, and the region's madvise / mprotect / mincore calls per run. The range
+serves sampled blocks only with \`range=1\`: at the default (\`range=0\`, design 1) its
+columns are 0 and every sampled block is the allocator's, recorded in the set.
 
-| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | warm reuse | madvise / mprotect / mincore |
-|---|---|---|---|---|---|---|---|---|
+| workload | allocator | range peak | cache peak | cache budget | side table (resident) | arena mapped | set | warm reuse | madvise / mprotect / mincore |
+|---|---|---|---|---|---|---|---|---|---|
 ${brows}
 EOF
 if [ -n "$sys_table" ]; then
   cat <<EOF
 System calls the runtime adds per 10,000 sampled blocks (\`strace -f -c\` of the micro workload
-on glibc, alone and under allocprof; $sampled blocks sampled into the range in the profiled run):
+on glibc, alone and under allocprof; $sampled blocks sampled in the profiled run):
 
 | system call | added per 10,000 sampled blocks |
 |---|---|
 ${sys_table}
-madvise is the warm cache giving pages back, mincore it counting the resident pages of a freed
-large block (when counting them all would not fit its budget), mprotect the range growing. The sampling path
+With \`range=1\`, madvise is the range's warm cache giving pages back, mincore it counting the
+resident pages of a freed large block, mprotect the range growing; at the default the range
+makes none of these calls. The sampling path
 makes no rt_sigprocmask call: a signal that arrives while a thread is inside the runtime is
 held back by the trampoline around the program's handler (src/preload/runtime_core.h), so
 the few calls left are libunwind's table lookups the first time a return address is seen

@@ -8,6 +8,8 @@
  * histograms), the sampled set's table when design 1 is in use. Peaks are
  * the region's own (committed + cache at their largest), the rest is the
  * size at exit, after the exit dump has unmapped its scratch arena.
+ * samples= counts every sample recorded, wherever its block lives (the
+ * range's warm/cold/fresh count only the blocks it served: range=1).
  */
 #include "memstat.h"
 
@@ -39,18 +41,21 @@ void rt_memory_report(void)
 	size_t arena_mapped = rt.a.mapped, arena_used = rt.a.in_use;
 	pthread_mutex_unlock(&rt.a.lock);
 	size_t set_bytes = set_mapped_bytes(&rt_set);
+	table_lock(&rt.table);
+	unsigned long long samples = (unsigned long long)rt.table.tot.samples;
+	table_unlock(&rt.table);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;
 	rt_log("memory: range_peak_kib=%zu live_kib=%zu cache_peak_kib=%zu "
 	       "cache_kib=%zu cache_limit_kib=%zu side_table_kib=%zu side_table_res_kib=%zu "
 	       "arena_kib=%zu arena_used_kib=%zu set_kib=%zu warm=%llu cold=%llu "
-	       "fresh=%llu madvise=%llu mprotect=%llu mincore=%llu usable_by=%s",
+	       "fresh=%llu madvise=%llu mprotect=%llu mincore=%llu samples=%llu usable_by=%s",
 	       (st.peak_resident << sh) >> 10, (st.committed << sh) >> 10,
 	       (st.peak_cache << sh) >> 10, ((st.cached + st.slack) << sh) >> 10,
 	       (st.limit << sh) >> 10, st.slots_bytes >> 10, slots_res >> 10, arena_mapped >> 10,
 	       arena_used >> 10, set_bytes >> 10, (unsigned long long)st.warm_allocs,
 	       (unsigned long long)st.cold_allocs, (unsigned long long)st.fresh_allocs,
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
-	       (unsigned long long)st.mincore_calls, rt_underlying_usable_way());
+	       (unsigned long long)st.mincore_calls, samples, rt_underlying_usable_way());
 }
