@@ -177,8 +177,8 @@ static const ap_option_spec specs[] = {
 	{ "fork", AP_OPT_ENUM, OFF(fork_mode), 0, 0, fork_names, 0, NULL,
 	  "in a forked child: follow (own file, pid in its name) or stop" },
 	{ "range", AP_OPT_BOOL, OFF(range), 0, 0, NULL, 0, NULL,
-	  "serve sampled blocks (thread rate >= 16 KiB) from allocprof's own "
-	  "address range; 0 = leave every block to the allocator" },
+	  "1 = serve sampled blocks (thread rate >= 16 KiB) from allocprof's own "
+	  "address range; 0 (default) = every block stays the allocator's" },
 	{ "range_max", AP_OPT_SIZE, OFF(range_max), 0, 0, NULL, 0, NULL,
 	  "sampled blocks this large or larger stay with the allocator "
 	  "(default 64k); 0 = serve every size from the range" },
@@ -234,7 +234,7 @@ void rt_options_default(rt_options *o)
 	o->unwinder = UNWINDER_LIBUNWIND;
 	o->format = RT_FORMAT_PPROF;
 	o->fork_mode = RT_FORK_FOLLOW;
-	o->range = true;
+	o->range = false;
 	o->range_max = RT_RANGE_MAX_DEFAULT;
 	o->dump_on = RT_DUMP_ON_DEFAULT;
 }

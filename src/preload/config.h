@@ -66,8 +66,8 @@ typedef struct rt_options {
 	int unwinder;           /* unwinder_kind */
 	int format;             /* rt_format */
 	int fork_mode;          /* rt_fork_mode */
-	bool range;             /* serve sampled blocks from allocprof's own
-				   address range (design 2, region.h) */
+	bool range;             /* 1: serve sampled blocks from allocprof's own
+				   address range (design 2, region.h); off by default */
 	uint64_t range_max;     /* ... those below this many bytes (0: all) */
 	bool verbose;
 	bool help;              /* print the option table on stderr at start */

@@ -12,9 +12,10 @@
  * to rt_classify, which asks the range and the set (runtime_core.h).
  * Everything else is in runtime.c behind AP_UNLIKELY.
  *
- * A sampled allocation below range_max (64 KiB) is served from the range
- * when the thread's rate is at least RT_REGION_MIN_RATE (rt_region_alloc),
- * else by the allocator underneath and kept in the sampled set. Region
+ * With range=1, a sampled allocation below range_max (64 KiB) is served
+ * from the range when the thread's rate is at least RT_REGION_MIN_RATE
+ * (rt_region_alloc); otherwise, and by default, by the allocator
+ * underneath, and kept in the sampled set. Region
  * blocks are whole pages: malloc_usable_size reports allocprof's page
  * rounding for them, not the allocator's.
  *

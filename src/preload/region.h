@@ -6,10 +6,12 @@
  * sampled?" with a subtraction and a compare against two globals, and only
  * pointers inside the range take the slow path. The range is reserved once
  * with mmap(PROT_NONE): it costs address space, not memory or commit.
- * The runtime gives it the sampled blocks below range_max (64 KiB by
- * default, config.h): the larger ones stay with the allocator, so its
- * machinery for long runs (power-of-two classes, mincore counting, copy-out
- * on realloc) serves range_max=0, over-aligned blocks and its unit tests.
+ * With range=1 (off by default: src/preload/README.md, "Where sampled
+ * blocks live") the runtime gives it the sampled blocks below range_max
+ * (64 KiB by default, config.h): the larger ones stay with the
+ * allocator, so its machinery for long runs (power-of-two classes,
+ * mincore counting, copy-out on realloc) serves range_max=0, over-aligned
+ * blocks and its unit tests.
  *
  * Blocks are page-granular runs: a block of n bytes (aligned to `align`)
  * uses ceil(n / page) pages; an alignment above the page size

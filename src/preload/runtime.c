@@ -7,13 +7,14 @@
  * sampled set's filter: free, realloc and malloc_usable_size recognise
  * pool blocks with the filter test they do anyway.
  *
- * Sampled blocks (design 2, region.h): a thread sampling at a rate of at
- * least RT_REGION_MIN_RATE gets its sampled blocks below range_max from
- * the region, whose side table keeps their records; below that rate, for
- * larger blocks, or when the region cannot serve a block, the real
- * allocator serves it and the sampled set (design 1) records it, counting
- * it in its granule's counter of the filter; free's filter test sends the
- * pointers of either to rt_classify (runtime_core.h).
+ * Sampled blocks: by default (range=0) the real allocator serves them and
+ * the sampled set (design 1) records them, counting each in its granule's
+ * counter of the filter. With range=1 (design 2, region.h) a thread
+ * sampling at a rate of at least RT_REGION_MIN_RATE gets its sampled
+ * blocks below range_max from the region, whose side table keeps their
+ * records; below that rate, for larger blocks, or when the region cannot
+ * serve a block, design 1 again. free's filter test sends the pointers of
+ * either to rt_classify (runtime_core.h).
  *
  * Reentrancy. Each thread's guard is set while the runtime works (sampling,
  * unwinding, dumping); an allocation made then -- by the unwinder, by libc

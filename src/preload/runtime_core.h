@@ -147,13 +147,14 @@ extern RT_HIDDEN sampled_set rt_set;
  * or a sampled block of the set lies, reads of the others map the zero
  * page). Zero: p is the allocator's alone. Nonzero: p may be allocprof's,
  * and rt_classify asks the range and the set. Two kinds of granules are nonzero:
- * - allocprof's own range (design 2, region.h): the bootstrap pool and the
- *   region serving sampled blocks below range_max, whose granules are
- *   claimed (saturated for good) before any of their pages is handed out;
+ * - allocprof's own range (design 2, region.h): the bootstrap pool and,
+ *   with range=1, the region serving sampled blocks below range_max,
+ *   whose granules are claimed (saturated for good) before any of their
+ *   pages is handed out;
  * - those where a block of the sampled set starts (design 1): sampled
  *   blocks the allocator underneath holds (range_max and larger, every
  *   sample at a thread rate below RT_REGION_MIN_RATE, all of them with
- *   range=0 or no region), each counted before it is returned.
+ *   range=0, the default, or no region), each counted before it is returned.
  * So a pointer's owner sees the count that matters for it (a stale read
  * by anyone else cannot concern its pointer). The array is a plain object,
  * not _Atomic, so free is mov (32-bit), shr, lea, cmpw mem, jne, jmp

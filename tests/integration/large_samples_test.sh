@@ -50,16 +50,16 @@ for f in want:
 PY
 }
 
-run glibc "$LIB"
+run glibc "$LIB" "range=1"
 grep -q '^live 400 range 0$' "$TMP/glibc.out" ||
 	fail "glibc: kept blocks came from the range: $(cat "$TMP/glibc.out")"
-run glibc_all "$LIB" "range_max=0"
+run glibc_all "$LIB" "range=1,range_max=0"
 grep -q '^live 400 range 400$' "$TMP/glibc_all.out" ||
-	fail "glibc, range_max=0: not every kept block came from the range: $(cat "$TMP/glibc_all.out")"
+	fail "glibc, range=1,range_max=0: not every kept block came from the range: $(cat "$TMP/glibc_all.out")"
 
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")
 	[ -n "$alloc" ] || continue
-	run "${soname%%.so*}" "$LIB $alloc"
+	run "${soname%%.so*}" "$LIB $alloc" "range=1"
 done
 echo "PASS: large sampled blocks stay with the allocator, counted exactly"

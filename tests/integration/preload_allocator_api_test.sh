@@ -4,10 +4,10 @@
 # mallocx, rallocx, xallocx, sallocx, dallocx, sdallocx, nallocx;
 # tcmalloc's tc_free, tc_free_sized, tc_delete, tc_malloc_size, tc_realloc,
 # tc_malloc, tc_new...) on blocks from malloc and from that API run under
-# the runtime with default options exactly as they run alone (same output,
-# exit 0), and their profiles decode. The blocks are sampled at the default
-# rate, so before the runtime wrapped these APIs the programs crashed on
-# the first call given a sampled block.
+# the runtime exactly as they run alone (same output, exit 0), with default
+# options and with range=1, and their profiles decode. The blocks are
+# sampled at the default rate, so before the runtime wrapped these APIs the
+# programs crashed on the first call given a range block.
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -21,15 +21,21 @@ for name in jemalloc_api tcmalloc_api; do
 		continue
 	fi
 	[ "$st" = 0 ] || fail "$name fails even without the runtime ($st)"
-	mkdir -p "$TMP/$name"
-	st=0
-	bounded 60 env LD_PRELOAD="$LIB" \
-		ALLOCPROF_OPTIONS="seed=3,output=$TMP/$name/p.%p.pb.gz" \
-		"$prog" >"$TMP/$name.prof" 2>&1 || st=$?
-	[ "$st" = 0 ] || fail "$name: exit status $st under the runtime: $(tail -3 "$TMP/$name.prof")"
-	cmp -s "$TMP/$name.plain" "$TMP/$name.prof" ||
-		fail "$name: output differs: $(diff "$TMP/$name.plain" "$TMP/$name.prof" | head -5)"
-	check_profiles "$name" "$TMP/$name"
+	# default options (design 1: sampled blocks are the allocator's),
+	# then range=1 (sampled blocks from allocprof's range, which these
+	# APIs must never be handed)
+	for opt in "" range=1; do
+		tag=$name${opt:+.$opt}
+		mkdir -p "$TMP/$tag"
+		st=0
+		bounded 60 env LD_PRELOAD="$LIB" \
+			ALLOCPROF_OPTIONS="seed=3,${opt:+$opt,}output=$TMP/$tag/p.%p.pb.gz" \
+			"$prog" >"$TMP/$tag.prof" 2>&1 || st=$?
+		[ "$st" = 0 ] || fail "$tag: exit status $st under the runtime: $(tail -3 "$TMP/$tag.prof")"
+		cmp -s "$TMP/$name.plain" "$TMP/$tag.prof" ||
+			fail "$tag: output differs: $(diff "$TMP/$name.plain" "$TMP/$tag.prof" | head -5)"
+		check_profiles "$tag" "$TMP/$tag"
+	done
 	tested=$((tested + 1))
 done
 [ $tested -gt 0 ] || skip "neither jemalloc nor tcmalloc is installed"

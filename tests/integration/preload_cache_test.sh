@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # preload_cache_test.sh: the runtime keeps few pages of freed sampled blocks.
-# progs/cache_churn runs at rate=16384 with range_max=0 (every block of
+# progs/cache_churn runs at rate=16384 with range=1,range_max=0 (every block of
 # 256 KiB or more is sampled into the runtime's range with probability
 # >= 1 - e^-16; by default blocks of 64 KiB or more stay with the
 # allocator, which would leave the range's cache nothing to hold), keeps a
@@ -22,7 +22,7 @@
 PROG=$AP_PROGDIR/cache_churn
 [ -x "$PROG" ] || fail "not built: $PROG"
 
-bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=16384,range_max=0,seed=5,dump_at_exit=0,dump_on=none" \
+bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=16384,range=1,range_max=0,seed=5,dump_at_exit=0,dump_on=none" \
 	"$PROG" >"$TMP/out" 2>"$TMP/err" || fail "cache_churn failed: $(cat "$TMP/err" "$TMP/out")"
 [ ! -s "$TMP/err" ] || fail "stderr: $(head -5 "$TMP/err")"
 rss=$(sed -n 's/.*range_rss_kb=\([0-9]*\).*/\1/p' "$TMP/out")
@@ -37,7 +37,7 @@ echo "range resident after the churn: $rss KiB" >&2
 
 # The same churn with the runtime's own account: the cache never went past
 # its budget (128 KiB here: the live pages are far below 8 MiB).
-bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=16384,range_max=0,seed=5,verbose=1,dump_at_exit=0,dump_on=none" \
+bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=16384,range=1,range_max=0,seed=5,verbose=1,dump_at_exit=0,dump_on=none" \
 	"$PROG" >"$TMP/out2" 2>"$TMP/err2" || fail "cache_churn (verbose) failed: $(cat "$TMP/err2")"
 line=$(grep -o 'memory: .*' "$TMP/err2" | tail -1)
 [ -n "$line" ] || fail "no memory line with verbose=1: $(cat "$TMP/err2")"

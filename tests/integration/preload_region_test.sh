@@ -12,17 +12,20 @@
 #  - glibc alone: 0 such blocks, no errors; also with
 #    MALLOC_MMAP_THRESHOLD_=131072, which makes glibc mmap every block of
 #    128 KiB or more, so its mmapped blocks are all checked, every run;
-#  - runtime at rate=16384 with range_max=0 (every size from the range):
+#  - runtime at rate=16384 with range=1,range_max=0 (every size from the range):
 #    every such block has it (the odds of one 1 MiB block escaping
 #    sampling are below 1e-13), no errors, a readable profile;
-#  - runtime at rate=16384 with the default range_max (64 KiB): none has
+#  - runtime at rate=16384, range=1, the default range_max (64 KiB): none has
 #    it (1 MiB blocks stay with the allocator), no errors;
 #  - runtime at rate=1 (below the range's threshold: design 1 serves
 #    samples from glibc): 0 such blocks, no errors;
 #  - runtime at rate=16384 with range=0 (design 2 off): 0 such blocks,
 #    with glibc's dynamic threshold and with every large block mmapped;
-#  - runtime on jemalloc, tcmalloc, mimalloc (if installed) at 16384: no
-#    errors (their large blocks can look paged, so only errors are checked).
+#  - runtime at rate=16384 with no range option: 0 such blocks (range=0
+#    is the default: docs/DESIGN.md, "The fast path stays tiny");
+#  - runtime on jemalloc, tcmalloc, mimalloc (if installed) at 16384 with
+#    range=1: no errors (their large blocks can look paged, so only
+#    errors are checked).
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -59,14 +62,14 @@ read -r b0 s0 p0 e0 <"$TMP/plain_mmap.counts"
 [ "$s0" = "$signed" ] || fail "plain_mmap: $s0 signed blocks, $signed with glibc's own threshold"
 [ "$p0" = 0 ] || fail "plain_mmap: glibc returned $p0 page-rounded blocks; the signature is not distinctive"
 
-run region "$LIB" "seed=3,rate=16384,range_max=0"
+run region "$LIB" "seed=3,rate=16384,range=1,range_max=0"
 read -r b2 s2 p2 e2 <"$TMP/region.counts"
 [ "$b2" = "$blocks" ] || fail "region: $b2 blocks checked, $blocks without the runtime"
 [ "$s2" = "$signed" ] || fail "region: $s2 signed blocks, $signed without the runtime"
 [ "$p2" = "$s2" ] || fail "region: only $p2 of $s2 blocks came from the range"
 check_profiles region "$TMP/region"
 
-run region_max "$LIB" "seed=3,rate=16384"
+run region_max "$LIB" "seed=3,rate=16384,range=1"
 read -r b6 s6 p6 e6 <"$TMP/region_max.counts"
 [ "$s6" = "$signed" ] || fail "region_max: $s6 signed blocks, $signed without the runtime"
 [ "$p6" = 0 ] || fail "region_max: $p6 blocks of 1 MiB came from the range above range_max"
@@ -90,12 +93,19 @@ read -r b5 s5 p5 e5 <"$TMP/range0_mmap.counts"
 [ "$p5" = 0 ] || fail "range0_mmap: $p5 page-rounded blocks with range=0"
 check_profiles range0_mmap "$TMP/range0_mmap"
 
+# The default is design 1: with no range option, no block from the range.
+run default "$LIB" "seed=3,rate=16384"
+read -r b7 s7 p7 e7 <"$TMP/default.counts"
+[ "$s7" = "$signed" ] || fail "default: $s7 signed blocks, $signed without the runtime"
+[ "$p7" = 0 ] || fail "default: $p7 blocks came from the range without range=1"
+check_profiles default "$TMP/default"
+
 for soname in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	alloc=$(lib_path "$soname")
 	[ -n "$alloc" ] || continue
 	tag=${soname%%.so*}
 	for max in 0 65536; do
-		run "$tag.$max" "$LIB $alloc" "seed=5,rate=16384,range_max=$max"
+		run "$tag.$max" "$LIB $alloc" "seed=5,rate=16384,range=1,range_max=$max"
 		check_profiles "$tag.$max" "$TMP/$tag.$max"
 	done
 done

@@ -14,7 +14,7 @@
 #
 # Then per size (progs/usable_sizes: one request size per site, 100 B to
 # 300 KB) over glibc, jemalloc, tcmalloc and mimalloc: the range's samples
-# (rate 16384, the lowest the range serves, and range_max=0 so that the
+# (range=1, rate 16384, the lowest the range serves, and range_max=0 so that the
 # sizes of 64 KiB and more come from the range too) must give each site exactly
 # the allocator's usable/requested ratio seen at rate 1, and the runtime
 # must have worked the usable size out without allocating (usable_by= in
@@ -57,7 +57,7 @@ check_sizes() {
 	local tag=$1 alloc=$2 way=$3 big=${4:-}
 	for r in 1 16384; do
 		bounded 60 env LD_PRELOAD="$LIB${alloc:+ $alloc}" \
-			ALLOCPROF_OPTIONS="rate=$r,seed=3,verbose=1,range_max=0,output=$TMP/s$tag.$r.pb.gz" \
+			ALLOCPROF_OPTIONS="rate=$r,seed=3,verbose=1,range=1,range_max=0,output=$TMP/s$tag.$r.pb.gz" \
 			"$AP_PROGDIR/usable_sizes" $big 2> "$TMP/s$tag.$r.err" ||
 			fail "$tag: usable_sizes failed at rate $r"
 		"$CLI" report --alloc --usable --json "$TMP/s$tag.$r.pb.gz" > "$TMP/s$tag.$r.u.json" ||

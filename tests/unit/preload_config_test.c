@@ -29,6 +29,9 @@ AP_TEST(defaults_match_the_documentation)
 	AP_CHECK_EQ_INT(o.format, RT_FORMAT_PPROF);
 	AP_CHECK_EQ_INT(o.fork_mode, RT_FORK_FOLLOW);
 	AP_CHECK_EQ_INT(o.signal, 0);
+	/* design 1 (sampled blocks stay the allocator's) unless range=1 */
+	AP_CHECK(!o.range);
+	AP_CHECK_EQ_U64(o.range_max, 65536);
 	AP_CHECK(strcmp(rt_output_pattern(&o), "allocprof.%p.%n.pb.gz") == 0);
 	o.format = RT_FORMAT_HEAPV2;
 	AP_CHECK(strcmp(rt_output_pattern(&o), "allocprof.%p.%n.heap") == 0);
