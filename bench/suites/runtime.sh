@@ -23,7 +23,7 @@
 #   malloc(64)+free, once per unwinder; the deep kernel (built without them)
 #   with libunwind, its default. (loop time under the runtime - plain loop
 #   time) / samples, medians of paired runs.
-# - Cost per sample at the default rate, page runs and all: the median over
+# - Cost per sample at the default rate, everything included: the median over
 #   rounds of (profiled loop - loop with nothing sampled) / samples recorded
 #   in that round (the program prints the runtime's count). Both runs of a
 #   difference share a round: with each configuration's runs in a block of
@@ -338,7 +338,7 @@ frame pointers, so fp sees every level and libunwind takes its frame-pointer fas
 to libc's start of main; the last column is the same recursion built without them
 (\`deep\`), which libunwind alone unwinds.
 
-At the default rate, page runs and everything included: $glibc_ns ns per sample over glibc$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc"):
+At the default rate, everything included: $glibc_ns ns per sample over glibc$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc"):
 the median over rounds of (profiled loop CPU time - nothing-sampled loop CPU time) / samples
 recorded, both runs from the same round.
 

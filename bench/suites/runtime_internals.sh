@@ -101,10 +101,10 @@ loop, divided by the number of operations.
 | design 1: insert + remove of a sampled pointer | $insrem_ir | $ns_insrem |
 
 The runtime's free tests only the granule filter (\`src/preload/runtime_core.h\`): the
-counter of the pointer's 4 KiB granule, nonzero where allocprof's range (design 2: at a
-thread rate of 16 KiB or more, sampled blocks below 64 KiB are page runs there) is claimed
-and where an entry of the set (design 1: larger sampled blocks, which the allocator keeps,
-and every sample at lower rates) starts; only then does it look further. Here 1000 live
+counter of the pointer's 4 KiB granule, nonzero where an entry of the set (design 1, the
+default: sampled blocks the allocator keeps) starts and where allocprof's range (design 2,
+\`range=1\`: at a thread rate of 16 KiB or more, sampled blocks below 64 KiB are page runs
+there) is claimed; only then does it look further. Here 1000 live
 entries spread over the bench's 1 GiB of addresses make about 0.4% of its granules
 nonzero. The range's price: its blocks cost whole pages, and the allocator
 underneath does not know them (its statistics miss them; its own entry points that take
