@@ -41,9 +41,8 @@ void rt_memory_report(void)
 	size_t arena_mapped = rt.a.mapped, arena_used = rt.a.in_use;
 	pthread_mutex_unlock(&rt.a.lock);
 	size_t set_bytes = set_mapped_bytes(&rt_set);
-	table_lock(&rt.table);
-	unsigned long long samples = (unsigned long long)rt.table.tot.samples;
-	table_unlock(&rt.table);
+	table_totals tot;
+	table_totals_get(&rt.table, &tot);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;
@@ -57,5 +56,6 @@ void rt_memory_report(void)
 	       arena_used >> 10, set_bytes >> 10, (unsigned long long)st.warm_allocs,
 	       (unsigned long long)st.cold_allocs, (unsigned long long)st.fresh_allocs,
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
-	       (unsigned long long)st.mincore_calls, samples, rt_underlying_usable_way());
+	       (unsigned long long)st.mincore_calls, (unsigned long long)tot.samples,
+	       rt_underlying_usable_way());
 }

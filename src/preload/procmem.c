@@ -352,19 +352,18 @@ static void read_allocator(ap_memory *m)
 static void read_runtime(ap_memory *m)
 {
 	uint64_t other = set_mapped_bytes(&rt_set);
+	/* With range=0 (the default) or no reservation the range holds no
+	 * sampled block and caches no run: a known 0, not unknown. */
+	uint64_t range = 0, cached = 0;
 	if (rt_region.size) {
 		region_lock(&rt_region);
-		uint64_t page = rt_region.page;
-		ap_memory_set(m, AP_MEM_RUNTIME_RANGE, (uint64_t)rt_region.committed * page);
-		ap_memory_set(m, AP_MEM_RUNTIME_CACHED, (uint64_t)rt_region.cached * page);
+		range = (uint64_t)rt_region.committed * rt_region.page;
+		cached = (uint64_t)rt_region.cached * rt_region.page;
 		other += rt_region.slots_rw;
 		region_unlock(&rt_region);
-	} else {
-		/* range=0 (the default) or no reservation: the range holds
-		 * no sampled block and caches no run; known, not unknown */
-		ap_memory_set(m, AP_MEM_RUNTIME_RANGE, 0);
-		ap_memory_set(m, AP_MEM_RUNTIME_CACHED, 0);
 	}
+	ap_memory_set(m, AP_MEM_RUNTIME_RANGE, range);
+	ap_memory_set(m, AP_MEM_RUNTIME_CACHED, cached);
 	ap_memory_set(m, AP_MEM_RUNTIME_OTHER, other);
 	arena_lock(&rt.a);
 	ap_memory_set(m, AP_MEM_RUNTIME_ARENA, rt.a.mapped);
