@@ -109,6 +109,19 @@ int ap_cli_parse_level(const char *s, double *out)
 	return 0;
 }
 
+long ap_cli_read_proc(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return (long)n;
+}
+
 int ap_read_file(const char *path, unsigned char **out, size_t *len)
 {
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;

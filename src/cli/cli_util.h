@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "allocprof/fileio.h" /* ap_file_write_atomic */
 
@@ -36,6 +37,10 @@ int ap_cli_parse_level(const char *s, double *out);
  * failure -1 with errno set. *out is NUL-terminated (not counted in *len).
  */
 int ap_read_file(const char *path, unsigned char **out, size_t *len);
+
+/* The first cap - 1 bytes of /proc/PID/NAME, NUL-terminated; their
+ * number, or -1 when it cannot be opened. */
+long ap_cli_read_proc(pid_t pid, const char *name, char *buf, size_t cap);
 
 /*
  * Make room for need elements of elem bytes in the malloc'd array *arr of

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "elfdyn.h"
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -55,26 +56,11 @@ static bool unsafe_object(const char *path)
 	return false;
 }
 
-/* The first cap - 1 bytes of /proc/PID/NAME, NUL-terminated; their
- * number, or -1 when it cannot be opened. */
-static long read_proc(pid_t pid, const char *name, char *buf, size_t cap)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	size_t n = fread(buf, 1, cap - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return (long)n;
-}
-
 /* Does the target's environment have LD_PRELOAD naming the runtime? */
 static bool env_preloads(pid_t pid, const char *runtime_name)
 {
 	static char buf[65536];
-	long got = read_proc(pid, "environ", buf, sizeof buf);
+	long got = ap_cli_read_proc(pid, "environ", buf, sizeof buf);
 	size_t n = got > 0 ? (size_t)got : 0;
 	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
 		if (strncmp(buf + i, "LD_PRELOAD=", 11) == 0 && strstr(buf + i, runtime_name))
@@ -197,7 +183,7 @@ int inject_open(pid_t pid, const char *runtime_name, inject_proc *p, char *err,
 bool inject_alive(pid_t pid)
 {
 	char buf[512];
-	if (read_proc(pid, "stat", buf, sizeof buf) < 0)
+	if (ap_cli_read_proc(pid, "stat", buf, sizeof buf) < 0)
 		return false;
 	const char *p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X' && p[2] != 0;

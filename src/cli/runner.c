@@ -280,16 +280,9 @@ size_t runner_survivors(pid_t *out, size_t cap)
 		long pid = strtol(e->d_name, &end, 10);
 		if (*end || pid <= 0)
 			continue;
-		char path[64], buf[512];
-		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		char buf[512];
+		if (ap_cli_read_proc((pid_t)pid, "stat", buf, sizeof buf) <= 0)
 			continue;
-		ssize_t r = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
 		/* "pid (comm) state ppid ...": comm may hold spaces and ')' */
 		char *rp = strrchr(buf, ')');
 		char state;
