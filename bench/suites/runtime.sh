@@ -6,8 +6,9 @@
 #
 # - Time ratios: the same workload plain and under the runtime at the default
 #   rate, in rounds that run every configuration of an allocator once (plain,
-#   profiled, profiled with nothing sampled, and over jemalloc its own
-#   profiler), the order rotated by one each round, so drift on this shared
+#   profiled, profiled with nothing sampled, the forwarding preload,
+#   profiled with range=1 (design 2, the default before 2026-11-28), and
+#   over jemalloc its own profiler), the order rotated by one each round, so drift on this shared
 #   machine hits all of a round alike; each ratio is the median over rounds
 #   of that round's ratio. Two clocks: the workload loop (steady state, CPU
 #   time measured inside the program) and the whole process (wall time:
@@ -154,18 +155,20 @@ rounds() {
 rounds "X=1" "glibc1=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" \
   "glibcfast=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
   "glibcfwd=LD_PRELOAD=$fwd" \
+  "glibcrange=LD_PRELOAD=$lib ALLOCPROF_OPTIONS=range=1,$popts" \
   -- mixed "$mixed_ops" 1
 paired glibc2 "X=1" "LD_PRELOAD=$lib ALLOCPROF_OPTIONS=$popts" mixed "$mixed_ops" 2
-configs="glibc1 glibcfast glibcfwd glibc2"
+configs="glibc1 glibcfast glibcfwd glibcrange glibc2"
 if [ -n "$jem" ]; then
   # Nothing sampled (jemfast): the interposition's fixed cost alone, so the
   # rest of jem1's overhead is what sampling costs.
   rounds "LD_PRELOAD=$jem" "jem1=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=$popts" \
     "jemfast=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=rate=$huge_rate,$popts" \
     "jemfwd=LD_PRELOAD=$fwd:$jem" \
+    "jemrange=LD_PRELOAD=$lib:$jem ALLOCPROF_OPTIONS=range=1,$popts" \
     "jeprof1=LD_PRELOAD=$jem MALLOC_CONF=prof:true,lg_prof_sample:19" \
     -- mixed "$mixed_ops" 1
-  configs="$configs jem1 jemfast jemfwd jeprof1"
+  configs="$configs jem1 jemfast jemfwd jemrange jeprof1"
 fi
 
 # ---- instructions per non-sampled malloc+free ----------------------------
@@ -299,6 +302,7 @@ would make each round's ratio partly chance. The 2-thread runs are not pinned." 
 $(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict_ci glibc1 1.05)")
 $(row glibcfast "of which interposition alone: over glibc, nothing sampled (rate 2^50)" "-")
 $(row glibcfwd "reference: a preload that only forwards the malloc family, over glibc" "-")
+$(row glibcrange "reference: range=1 (sampled blocks in allocprof's own range, the default until 2026-11-28), over glibc" "-")
 $(row glibc2 "glibc, 2 threads (interleaved pairs of their own)" "<= 1.05x: $(verdict_ci glibc2 1.05)")
 EOF
 if [ -n "$jem" ]; then
@@ -306,6 +310,7 @@ if [ -n "$jem" ]; then
 $(row jem1 "allocprof over jemalloc, 1 thread" "<= 1.05x: $(verdict_ci jem1 1.05)")
 $(row jemfast "of which interposition alone: allocprof over jemalloc, nothing sampled (rate 2^50)" "-")
 $(row jemfwd "reference: a preload that only forwards the malloc family, over jemalloc" "-")
+$(row jemrange "reference: range=1 (sampled blocks in allocprof's own range), over jemalloc" "-")
 $(row jeprof1 "reference: jemalloc's own profiler (prof:true, lg_prof_sample:19) vs jemalloc" "-")
 EOF
 else
