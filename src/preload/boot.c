@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -312,6 +313,46 @@ void *boot_next_sym(const char *name)
 			memcpy(&r.field, &f_, sizeof f_);                   \
 	} while (0)
 
+/* Entry points found nowhere (only the memalign family is optional:
+ * boot_resolve_real requires the rest): as if out of memory. */
+static void *none_aligned(size_t align, size_t n)
+{
+	(void)align;
+	(void)n;
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void *none_page(size_t n)
+{
+	(void)n;
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Publish r in rt_real: malloc last, it is what boot_try_init checks. */
+static void publish_real(const real_fns *r)
+{
+	rt_real.free = r->free;
+	rt_real.calloc = r->calloc;
+	rt_real.realloc = r->realloc;
+	rt_real.posix_memalign = r->posix_memalign;
+	rt_real.aligned_alloc = r->aligned_alloc;
+	rt_real.memalign = r->memalign;
+	rt_real.valloc = r->valloc;
+	rt_real.pvalloc = r->pvalloc;
+	rt_real.malloc_usable_size = r->malloc_usable_size;
+	atomic_thread_fence(memory_order_release);
+	rt_real.malloc = r->malloc;
+}
+
+static char home_name[256];
+
+const char *boot_home_name(void)
+{
+	return home_name[0] ? home_name : "?";
+}
+
 int boot_resolve_real(void)
 {
 	real_fns r;
@@ -330,6 +371,32 @@ int boot_resolve_real(void)
 		return AP_ENOTFOUND;
 	void *home;
 	memcpy(&home, &r.malloc, sizeof home);
+	Dl_info di;
+	if (dladdr(home, &di) && di.dli_fname)
+		snprintf(home_name, sizeof home_name, "%s", di.dli_fname);
+	/* posix_memalign must be the allocator's own for the emulations. */
+	void *pm;
+	memcpy(&pm, &r.posix_memalign, sizeof pm);
+	if (!same_object(pm, home)) {
+		/* A wrapper underneath that defines malloc but not
+		 * posix_memalign (a debugging shim, say): no emulation can be
+		 * built, so nothing is sampled. The program must still run:
+		 * each entry point goes to its own next definition, exactly
+		 * what the program gets without the runtime, instead of the
+		 * bootstrap pool, which would soon run out. */
+		if (!r.aligned_alloc)
+			r.aligned_alloc = none_aligned;
+		if (!r.memalign)
+			r.memalign = none_aligned;
+		if (!r.valloc)
+			r.valloc = none_page;
+		if (!r.pvalloc)
+			r.pvalloc = none_page;
+		if (!r.malloc_usable_size)
+			r.malloc_usable_size = boot_emu_usable;
+		publish_real(&r);
+		return AP_EUNSUPPORTED;
+	}
 #define SAME(field, emu)                                                    \
 	do {                                                                \
 		void *f_;                                                   \
@@ -337,28 +404,12 @@ int boot_resolve_real(void)
 		if (!f_ || !same_object(f_, home))                          \
 			r.field = emu;                                      \
 	} while (0)
-	/* posix_memalign must be the allocator's own for the emulations. */
-	void *pm;
-	memcpy(&pm, &r.posix_memalign, sizeof pm);
-	if (!same_object(pm, home))
-		return AP_EUNSUPPORTED;
 	SAME(aligned_alloc, emu_aligned_alloc);
 	SAME(memalign, emu_memalign);
 	SAME(valloc, emu_valloc);
 	SAME(pvalloc, emu_pvalloc);
 	SAME(malloc_usable_size, boot_emu_usable);
 #undef SAME
-	/* Publish: malloc last, it is what boot_try_init checks. */
-	rt_real.free = r.free;
-	rt_real.calloc = r.calloc;
-	rt_real.realloc = r.realloc;
-	rt_real.posix_memalign = r.posix_memalign;
-	rt_real.aligned_alloc = r.aligned_alloc;
-	rt_real.memalign = r.memalign;
-	rt_real.valloc = r.valloc;
-	rt_real.pvalloc = r.pvalloc;
-	rt_real.malloc_usable_size = r.malloc_usable_size;
-	atomic_thread_fence(memory_order_release);
-	rt_real.malloc = r.malloc;
+	publish_real(&r);
 	return 0;
 }

@@ -28,8 +28,15 @@ size_t boot_size(const void *p);
  * malloc's address), the first object after it that defines the name.
  * NULL when none does. */
 void *boot_next_sym(const char *name);
-/* Fill rt_real from boot_next_sym; AP_ENOTFOUND / AP_EUNSUPPORTED. */
+/* Fill rt_real from boot_next_sym. AP_ENOTFOUND: malloc, free, calloc,
+ * realloc or posix_memalign found nowhere (rt_real unchanged).
+ * AP_EUNSUPPORTED: posix_memalign is not in the same object as malloc, so
+ * the missing entry points cannot be rebuilt on it; rt_real then passes
+ * each call to its own next definition, for a runtime that samples
+ * nothing. */
 int boot_resolve_real(void);
+/* The file of the object whose malloc boot_resolve_real found ("?"). */
+const char *boot_home_name(void);
 /* Does rt_real hold the allocator underneath yet (not the pool's
  * stand-ins)? */
 bool boot_real_resolved(void);

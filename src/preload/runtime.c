@@ -220,9 +220,16 @@ static bool do_init(void)
 	arena_init(&rt.a);
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	int rc = boot_resolve_real();
+	if (rc == AP_EUNSUPPORTED) {
+		rt_log("the malloc underneath (%s) comes without a posix_memalign "
+		       "of its own: profiling disabled, allocation calls pass "
+		       "through unchanged", boot_home_name());
+		return false;
+	}
 	if (rc != 0) {
 		rt_log("cannot find the allocator underneath (dlsym RTLD_NEXT "
-		       "malloc/free/posix_memalign): profiling disabled");
+		       "malloc/free/calloc/realloc/posix_memalign): profiling "
+		       "disabled");
 		return false;
 	}
 	if (table_init(&rt.table, &rt.a) != 0) {
