@@ -22,6 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The project builds with hidden visibility: without this, the four
+ * functions would not be exported, and the preload would interpose
+ * nothing (until 2026-11-28 it did not, and its row measured the program
+ * alone). */
+#define EXPORT __attribute__((visibility("default")))
+
 static void *(*next_malloc)(size_t);
 static void *(*next_calloc)(size_t, size_t);
 static void *(*next_realloc)(void *, size_t);
@@ -62,7 +68,7 @@ __attribute__((constructor)) static void forward_init(void)
 	resolve();
 }
 
-void *malloc(size_t n)
+EXPORT void *malloc(size_t n)
 {
 	if (__builtin_expect(!next_malloc, 0)) {
 		resolve();
@@ -72,7 +78,7 @@ void *malloc(size_t n)
 	return next_malloc(n);
 }
 
-void *calloc(size_t k, size_t n)
+EXPORT void *calloc(size_t k, size_t n)
 {
 	if (__builtin_expect(!next_calloc, 0)) {
 		resolve();
@@ -82,7 +88,7 @@ void *calloc(size_t k, size_t n)
 	return next_calloc(k, n);
 }
 
-void *realloc(void *p, size_t n)
+EXPORT void *realloc(void *p, size_t n)
 {
 	if (__builtin_expect(in_pool(p) || !next_realloc, 0)) {
 		resolve();
@@ -96,7 +102,7 @@ void *realloc(void *p, size_t n)
 	return next_realloc(p, n);
 }
 
-void free(void *p)
+EXPORT void free(void *p)
 {
 	if (__builtin_expect(in_pool(p), 0))
 		return;

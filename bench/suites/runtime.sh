@@ -40,6 +40,13 @@ fwd=$build/bench/forward_preload.so # the interposition floor (bench/forward_pre
 [ -x "$bin" ] || { echo "runtime.sh: $bin not built" >&2; exit 1; }
 [ -r "$lib" ] || { echo "runtime.sh: $lib not built" >&2; exit 1; }
 [ -r "$fwd" ] || { echo "runtime.sh: $fwd not built" >&2; exit 1; }
+# A preload that exports nothing interposes nothing: its row would be the
+# program alone (as it was until 2026-11-28, under the project's hidden
+# default visibility).
+for sym in malloc calloc realloc free; do
+  nm -D --defined-only "$fwd" | awk -v s="$sym" '$3 == s { f = 1 } END { exit !f }' ||
+    { echo "runtime.sh: $fwd does not export $sym" >&2; exit 1; }
+done
 command -v valgrind >/dev/null || { echo "runtime.sh: valgrind is required" >&2; exit 1; }
 # awk reads to the end (an early exit can SIGPIPE ldconfig: pipefail).
 jem=$(ldconfig -p | awk '!found && $1 == "libjemalloc.so.2" && /x86-64/ { print $NF; found = 1 }')
@@ -350,6 +357,8 @@ recorded, both runs from the same round.
 The forwarding preload (\`bench/forward_preload.c\`) defines malloc, calloc, realloc and free
 and only passes each call on to the allocator underneath: its row is what interposition
 costs before anything is sampled, a floor for any profiler that sits behind these symbols.
+The suite checks that it exports them: until 2026-11-28 the project's hidden default
+visibility kept them local, so the preload interposed nothing and its row was the program alone.
 What the 1.05x target then leaves a sample, (1.05 - the forwarding preload's loop ratio) x
 plain loop / samples recorded: $glibc_budget ns over glibc$( [ -z "$jem" ] || echo ", $jem_budget ns over jemalloc")
 (negative: interposition alone is over the target), against the measured cost per sample
