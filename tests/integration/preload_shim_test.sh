@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # preload_shim_test.sh: the runtime over a wrapper that defines malloc,
-# free, calloc and realloc but not posix_memalign
-# (LD_PRELOAD="liballocprof_preload.so libap_shim_alloc.so", libs/
-# shim_alloc.c). No emulation of the memalign family can be built on such
-# an allocator, so the runtime samples nothing; it must say so in one line
-# and pass every call through, so that the program runs exactly as under
-# the shim alone. Until 2026-11-28 it left the program on its 256 KiB
-# bootstrap pool, and any program that allocated more died of "out of
-# memory".
+# free, calloc and realloc but not posix_memalign: libs/shim_alloc.c
+# (LD_PRELOAD="liballocprof_preload.so libap_shim_alloc.so"), and glibc's
+# own libmemusage.so, which is one. No emulation of the memalign family can
+# be built on such an allocator, so the runtime samples nothing; it must say
+# so in one line and pass every call through, so that the program runs
+# exactly as under the wrapper alone. Until 2026-11-28 it left the program
+# on its 256 KiB bootstrap pool, and any program that allocated more died
+# of "out of memory".
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -48,4 +48,17 @@ grep '^site ' "$TMP/both.out" >"$TMP/both.sites"
 cmp -s "$TMP/alone.sites" "$TMP/both.sites" ||
 	fail "exact_allocs' sites differ under the runtime: $(diff "$TMP/alone.sites" "$TMP/both.sites" | head -5)"
 grep -q -- "$said" "$TMP/both.err" || fail "no line about the shim for exact_allocs"
-echo "shim: ok ($calls calls through the shim)"
+# glibc's own libmemusage.so (memusage(1)'s wrapper, part of libc6) is
+# such a wrapper: malloc, free, calloc and realloc, no posix_memalign.
+memusage=$(for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
+	[ -r "$d/libmemusage.so" ] && echo "$d/libmemusage.so" && break; done || true)
+if [ -n "$memusage" ]; then
+	LD_PRELOAD="$LIB $memusage" ALLOCPROF_OPTIONS=$opts \
+		sort -n "$TMP/in.txt" >"$TMP/mu.out" 2>"$TMP/mu.err" ||
+		fail "sort under runtime + libmemusage.so exited $? ($(head -3 "$TMP/mu.err"))"
+	cmp -s "$TMP/sort.out" "$TMP/mu.out" || fail "sort's output changed under libmemusage.so"
+	grep -q -- "$said" "$TMP/mu.err" || fail "no line about libmemusage.so"
+else
+	echo "libmemusage.so not found: that case not run" >&2
+fi
+echo "shim: ok ($calls calls through the shim${memusage:+; libmemusage.so too})"
