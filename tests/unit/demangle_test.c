@@ -5,8 +5,10 @@
  * and LLVM's ".llvm.N" suffix), all as a reader expects; and everything
  * that is not a mangled name, or is a broken or endless one, gives NULL.
  */
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "aptest.h"
 #include "demangle.h"
@@ -66,4 +68,31 @@ AP_TEST(gives_up_on_endless_names)
 			      "liballocprof_preloadriD");
 	AP_CHECK_MSG(d == NULL, "demangled to %zu bytes", d ? strlen(d) : 0);
 	free(d);
+}
+
+/* 131 bytes of Rust v0 (found by tests/fuzz/cli_names_fuzz.c) on which
+ * libiberty's demangler loops without printing: the instantiating crate
+ * after the path is walked silently, and one of its binders counts
+ * base-62 "FFFFFFFFFFV" lifetimes, about 2^61. c++filt does not finish
+ * either. The CPU budget gives up on it; the test's own timeout catches
+ * a demangler without one. */
+AP_TEST(gives_up_on_silent_endless_names)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char *d = fn_demangle("_RNvXNvXs4_NtCslNu3iFV_5alloc6striFFFFFFFFFGFFFFFFFFFFV_"
+			      "5alloc6sts4_NtCslNu3iFV_5alloc6striFFFFFFFFFGFFFFFFFFFFV_"
+			      "5alloc6striFfadrcD");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	AP_CHECK_MSG(d == NULL, "demangled to '%.60s'", d ? d : "");
+	free(d);
+	/* Real names keep demangling after a name was cut short. */
+	d = fn_demangle(table[0][0]);
+	AP_CHECK_MSG(d && strcmp(d, table[0][1]) == 0, "then %s gave '%s'", table[0][0],
+		     d ? d : "(null)");
+	free(d);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	/* The budget is 0.25 s of CPU; wall time on a loaded machine may be
+	 * longer, never a minute. */
+	AP_CHECK_MSG(s < 60.0, "took %.1f s", s);
 }
