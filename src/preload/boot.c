@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <link.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -313,44 +312,12 @@ void *boot_next_sym(const char *name)
 			memcpy(&r.field, &f_, sizeof f_);                   \
 	} while (0)
 
-/* Entry points found nowhere (only the memalign family is optional:
- * boot_resolve_real requires the rest): as if out of memory. */
-static void *none_aligned(size_t align, size_t n)
-{
-	(void)align;
-	(void)n;
-	errno = ENOMEM;
-	return NULL;
-}
-
-static void *none_page(size_t n)
-{
-	(void)n;
-	errno = ENOMEM;
-	return NULL;
-}
-
-/* Publish r in rt_real: malloc last, it is what boot_try_init checks. */
-static void publish_real(const real_fns *r)
-{
-	rt_real.free = r->free;
-	rt_real.calloc = r->calloc;
-	rt_real.realloc = r->realloc;
-	rt_real.posix_memalign = r->posix_memalign;
-	rt_real.aligned_alloc = r->aligned_alloc;
-	rt_real.memalign = r->memalign;
-	rt_real.valloc = r->valloc;
-	rt_real.pvalloc = r->pvalloc;
-	rt_real.malloc_usable_size = r->malloc_usable_size;
-	atomic_thread_fence(memory_order_release);
-	rt_real.malloc = r->malloc;
-}
-
-static char home_name[256];
-
 const char *boot_home_name(void)
 {
-	return home_name[0] ? home_name : "?";
+	Dl_info di;
+	void *f;
+	memcpy(&f, &rt_real.malloc, sizeof f);
+	return dladdr(f, &di) && di.dli_fname ? di.dli_fname : "?";
 }
 
 int boot_resolve_real(void)
@@ -371,37 +338,21 @@ int boot_resolve_real(void)
 		return AP_ENOTFOUND;
 	void *home;
 	memcpy(&home, &r.malloc, sizeof home);
-	Dl_info di;
-	if (dladdr(home, &di) && di.dli_fname)
-		snprintf(home_name, sizeof home_name, "%s", di.dli_fname);
-	/* posix_memalign must be the allocator's own for the emulations. */
+	/* posix_memalign must be the allocator's own for the emulations.
+	 * When it is not (a wrapper underneath that defines malloc but not
+	 * posix_memalign, a debugging shim, say), nothing is sampled, but the
+	 * program must still run: each entry point keeps its own next
+	 * definition, exactly what the program gets without the runtime,
+	 * instead of the bootstrap pool, which would soon run out; only one
+	 * found nowhere is emulated. */
 	void *pm;
 	memcpy(&pm, &r.posix_memalign, sizeof pm);
-	if (!same_object(pm, home)) {
-		/* A wrapper underneath that defines malloc but not
-		 * posix_memalign (a debugging shim, say): no emulation can be
-		 * built, so nothing is sampled. The program must still run:
-		 * each entry point goes to its own next definition, exactly
-		 * what the program gets without the runtime, instead of the
-		 * bootstrap pool, which would soon run out. */
-		if (!r.aligned_alloc)
-			r.aligned_alloc = none_aligned;
-		if (!r.memalign)
-			r.memalign = none_aligned;
-		if (!r.valloc)
-			r.valloc = none_page;
-		if (!r.pvalloc)
-			r.pvalloc = none_page;
-		if (!r.malloc_usable_size)
-			r.malloc_usable_size = boot_emu_usable;
-		publish_real(&r);
-		return AP_EUNSUPPORTED;
-	}
+	bool own_pm = same_object(pm, home);
 #define SAME(field, emu)                                                    \
 	do {                                                                \
 		void *f_;                                                   \
 		memcpy(&f_, &r.field, sizeof f_);                           \
-		if (!f_ || !same_object(f_, home))                          \
+		if (!f_ || (own_pm && !same_object(f_, home)))              \
 			r.field = emu;                                      \
 	} while (0)
 	SAME(aligned_alloc, emu_aligned_alloc);
@@ -410,6 +361,17 @@ int boot_resolve_real(void)
 	SAME(pvalloc, emu_pvalloc);
 	SAME(malloc_usable_size, boot_emu_usable);
 #undef SAME
-	publish_real(&r);
-	return 0;
+	/* Publish: malloc last, it is what boot_try_init checks. */
+	rt_real.free = r.free;
+	rt_real.calloc = r.calloc;
+	rt_real.realloc = r.realloc;
+	rt_real.posix_memalign = r.posix_memalign;
+	rt_real.aligned_alloc = r.aligned_alloc;
+	rt_real.memalign = r.memalign;
+	rt_real.valloc = r.valloc;
+	rt_real.pvalloc = r.pvalloc;
+	rt_real.malloc_usable_size = r.malloc_usable_size;
+	atomic_thread_fence(memory_order_release);
+	rt_real.malloc = r.malloc;
+	return own_pm ? 0 : AP_EUNSUPPORTED;
 }
