@@ -87,10 +87,12 @@ static void dm_on_budget(int sig)
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-/* The budget's timer: this thread's CPU clock, a real-time signal to this
- * thread. 1 once made, -1 when it cannot be (then names go unbounded). */
+/* The budget's timer: the CPU clock of the thread that first demangles, a
+ * real-time signal to that thread (dm_timer_tid). 1 once made, -1 when it
+ * cannot be (then names go unbounded). */
 static int dm_timer_state;
 static timer_t dm_timer;
+static pid_t dm_timer_tid;
 
 static bool dm_timer_ready(void)
 {
@@ -107,7 +109,8 @@ static bool dm_timer_ready(void)
 	memset(&ev, 0, sizeof ev);
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = sig;
-	ev.sigev_notify_thread_id = gettid();
+	dm_timer_tid = gettid();
+	ev.sigev_notify_thread_id = dm_timer_tid;
 	if (sigaction(sig, &sa, NULL) == 0 &&
 	    timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &dm_timer) == 0)
 		dm_timer_state = 1;
@@ -133,9 +136,9 @@ static char *dm_run(const char *name, enum dm_kind kind)
 	if (!b)
 		return NULL;
 	volatile int ok = 0;
-	/* The budget is for the main thread's symbolisation; another
-	 * thread's call (none today) goes unbounded. */
-	volatile bool timed = getpid() == gettid() && dm_timer_ready();
+	/* The timer measures and signals one thread; another thread's call
+	 * (none today: the command demangles in one) goes unbounded. */
+	volatile bool timed = dm_timer_ready() && gettid() == dm_timer_tid;
 	if (!sigsetjmp(b->stop, 0)) {
 		if (timed) {
 			dm_spent = 0;
