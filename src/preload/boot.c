@@ -32,7 +32,7 @@
 
 #define BOOT_HDR ((size_t)16)
 static _Alignas(4096) unsigned char boot_pool_static[BOOT_POOL_SIZE];
-static unsigned char *boot_pool = boot_pool_static; /* set before first use */
+unsigned char *boot_pool = boot_pool_static; /* set before first use */
 
 void boot_place_pool(void *base)
 {
@@ -44,11 +44,6 @@ uintptr_t boot_static_pool(void)
 	return (uintptr_t)boot_pool_static;
 }
 static atomic_size_t boot_used;
-
-bool boot_in_pool(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
-}
 
 static void *boot_alloc(size_t n, size_t align)
 {

@@ -16,7 +16,14 @@
 void boot_place_pool(void *base);
 /* Address of the static pool array (the range when there is no region). */
 uintptr_t boot_static_pool(void);
-bool boot_in_pool(const void *p);
+/* Where the pool lives (boot_place_pool): read by boot_in_pool, which
+ * every free of a pointer the granule filter flags asks first, so it is
+ * inline. */
+extern __attribute__((visibility("hidden"))) unsigned char *boot_pool;
+static inline bool boot_in_pool(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
+}
 /* Size asked for a pool block. */
 size_t boot_size(const void *p);
 /* The next definition of a libc symbol (the allocator's, the C++

@@ -475,10 +475,12 @@ static bool below_range_max(size_t n)
 	return rt.opt.range_max == 0 || n < rt.opt.range_max;
 }
 
-/* Does the region serve a sampled block of n bytes? */
+/* Does the region serve a sampled block of n bytes? Not at all without
+ * one (range=0, the default): then no call into region.c either. */
 static bool region_serves(size_t n)
 {
-	return rt_tls.sampler.rate >= RT_REGION_MIN_RATE && below_range_max(n);
+	return rt_region.size && rt_tls.sampler.rate >= RT_REGION_MIN_RATE &&
+	       below_range_max(n);
 }
 
 void *rt_region_alloc(size_t n, size_t align, bool zero)
