@@ -108,7 +108,7 @@ one_run() {
     >"$tmp/line" 2>"$tmp/err" || { echo "runtime.sh: run failed: ${envs[*]} $*" >&2; cat "$tmp/err" >&2; exit 1; }
   t1=$(date +%s%N)
   [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr from ${envs[*]} $*:" >&2; cat "$tmp/err" >&2; exit 1; }
-  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb) $(field samples) $(field cpu_seconds)" >>"$tmp/$tag"
+  echo "$(( (t1 - t0) / 1000 ))e-6 $(field seconds) $(field maxrss_kb) $(field samples) $(field cpu_seconds) $(field loop_faults)" >>"$tmp/$tag"
   rm -f "$tmp"/p.*.pb.gz
 }
 
@@ -227,8 +227,10 @@ same_round_ns() { # same_round_ns PROF_CONFIG FAST_CONFIG
 }
 
 # ---- summary --------------------------------------------------------------------
-declare -A loop wall rss_b rss_p lo hi
+declare -A loop wall rss_b rss_p flt_b flt_p lo hi
 for c in $configs; do
+  flt_b[$c]=$(col "$tmp/$c.base" 6 | median)
+  flt_p[$c]=$(col "$tmp/$c.prof" 6 | median)
   loop[$c]=$(ratio "$c" 5)
   wall[$c]=$(ratio "$c" 1)
   rss_b[$c]=$(col "$tmp/$c.base" 3 | median)
@@ -267,8 +269,8 @@ mkdir -p "$out"
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,"pinned_cpu":%s,\n "time":{' "$quick" "$runs" "$mixed_ops" "${pin:-null}"
   sep=""
   for c in $configs; do
-    printf '%s"%s":{"loop_ratio":%s,"loop_ratio_ci":[%s,%s],"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s}' \
-      "$sep" "$c" "${loop[$c]}" "${lo[$c]}" "${hi[$c]}" "${wall[$c]}" "$(base_ms "$c")" "${rss_b[$c]}" "${rss_p[$c]}"
+    printf '%s"%s":{"loop_ratio":%s,"loop_ratio_ci":[%s,%s],"wall_ratio":%s,"base_loop_ms":%s,"rss_base_kb":%s,"rss_prof_kb":%s,"loop_faults_base":%s,"loop_faults_prof":%s}' \
+      "$sep" "$c" "${loop[$c]}" "${lo[$c]}" "${hi[$c]}" "${wall[$c]}" "$(base_ms "$c")" "${rss_b[$c]}" "${rss_p[$c]}" "${flt_b[$c]}" "${flt_p[$c]}"
     sep=","
   done
   printf '},\n "callgrind":{"n1":%s,"n2":%s,"base_ir_per_pair":%s,"prof_ir_per_pair":%s,"extra_ir_per_pair":%s},\n' \
@@ -283,9 +285,9 @@ mkdir -p "$out"
 row() { # row CONFIG LABEL TARGET
   local c=$1
   local extra_kb=$(( ${rss_p[$c]} - ${rss_b[$c]} ))
-  printf '| %s | %s ms | %sx | %s-%s | %sx | %s | %s KiB |\n' "$2" "$(base_ms "$c")" \
+  printf '| %s | %s ms | %sx | %s-%s | %sx | %s | %s KiB | %s |\n' "$2" "$(base_ms "$c")" \
     "$(calc %.3f "${loop[$c]}")" "$(calc %.3f "${lo[$c]}")" "$(calc %.3f "${hi[$c]}")" \
-    "$(calc %.3f "${wall[$c]}")" "$3" "$extra_kb"
+    "$(calc %.3f "${wall[$c]}")" "$3" "$extra_kb" "$(calc %.0f "${flt_p[$c]} - ${flt_b[$c]}")"
 }
 cat <<EOF
 ## Runtime overhead
@@ -303,9 +305,13 @@ profile dump. $( [ -n "$pin" ] && echo "Every single-threaded run is pinned to C
 machine's CPUs in a calibration at the start (\`mixed 2000000\`, median loop CPU time of 3 runs:
 $calib): a shared machine's CPUs need not be alike, and unpinned runs landing on either
 would make each round's ratio partly chance. The 2-thread runs are not pinned." || echo "Runs are not pinned to a CPU (taskset missing or one CPU).")
+The last column is the median, profiled minus plain, of the process's minor page faults
+during the timed loop (\`loop_faults\`, getrusage around it): on a virtual machine each
+costs several microseconds, so faults the runtime causes (its tables growing, a changed
+pattern of the allocator's) are part of its price.
 
-| workload | plain loop | loop ratio | interval | process ratio | target | extra peak RSS |
-|---|---|---|---|---|---|---|
+| workload | plain loop | loop ratio | interval | process ratio | target | extra peak RSS | extra loop page faults |
+|---|---|---|---|---|---|---|---|
 $(row glibc1 "glibc, 1 thread" "<= 1.05x: $(verdict_ci glibc1 1.05)")
 $(row glibcfast "of which interposition alone: over glibc, nothing sampled (rate 2^50)" "-")
 $(row glibcfwd "reference: a preload that only forwards the malloc family, over glibc" "-")
