@@ -64,6 +64,74 @@ static void *boot_alloc(size_t n, size_t align)
 	return boot_pool + start;
 }
 
+/* ---- scratch (boot.h) -------------------------------------------------- */
+
+#define BOOT_SCRATCH_SIZE ((size_t)8192)
+static unsigned char *scratch_base; /* in the pool; set once */
+static size_t scratch_used;         /* owner only */
+static _Atomic(const rt_thread *) scratch_owner;
+static struct {
+	int64_t counter;
+	uint64_t mask;
+} scratch_saved; /* owner only */
+
+bool boot_scratch_begin(void)
+{
+	/* Attached, the runtime's entry points come and go one GOT slot at a
+	 * time (attach, detach): a scratch block allocated through a patched
+	 * slot could be freed through one already restored, by the allocator
+	 * underneath, which does not own it. */
+	if (rt_attached)
+		return false;
+	const rt_thread *none = NULL;
+	if (!atomic_compare_exchange_strong(&scratch_owner, &none, &rt_tls))
+		return false;
+	if (!scratch_base)
+		scratch_base = boot_alloc(BOOT_SCRATCH_SIZE, 16);
+	if (!scratch_base) {
+		atomic_store(&scratch_owner, NULL);
+		return false;
+	}
+	scratch_used = 0;
+	scratch_saved.mask = rt_enter();
+	scratch_saved.counter = rt_tls.sampler.bytes_until_sample;
+	rt_tls.sampler.bytes_until_sample = 0;
+	return true;
+}
+
+void boot_scratch_end(void)
+{
+	rt_tls.sampler.bytes_until_sample = scratch_saved.counter;
+	uint64_t m = scratch_saved.mask;
+	atomic_store(&scratch_owner, NULL);
+	rt_leave(m);
+}
+
+bool boot_scratch_mine(void)
+{
+	return atomic_load_explicit(&scratch_owner, memory_order_relaxed) == &rt_tls;
+}
+
+void *boot_scratch_alloc(size_t n, bool zero)
+{
+	if (n == 0)
+		n = 1;
+	size_t start = (scratch_used + BOOT_HDR + 15) & ~(size_t)15;
+	if (n > BOOT_SCRATCH_SIZE || start > BOOT_SCRATCH_SIZE - n)
+		return NULL;
+	scratch_used = start + n;
+	unsigned char *p = scratch_base + start;
+	memcpy(p - BOOT_HDR, &n, sizeof n);
+	if (zero)
+		memset(p, 0, n);
+	return p;
+}
+
+void boot_scratch_atfork_child(void)
+{
+	atomic_store(&scratch_owner, NULL);
+}
+
 size_t boot_size(const void *p)
 {
 	size_t n;

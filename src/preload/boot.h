@@ -24,6 +24,34 @@ static inline bool boot_in_pool(const void *p)
 {
 	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
 }
+/*
+ * Scratch: memory for the libc calls the runtime makes on a thread's
+ * first sample (pthread_getattr_np allocates its CPU set and frees it
+ * before returning). Left to the allocator underneath, those allocations
+ * land in the program's heap at a moment the sampler chose, and glibc's
+ * heap, whose later splits, merges and trims depend on every earlier
+ * block, then follows another path: a different count of page faults
+ * for the rest of the run, different from seed to seed. Between
+ * boot_scratch_begin and boot_scratch_end the thread is inside the
+ * runtime, every allocation of it takes the slow path (its sampler's
+ * counter held at 0), and the slow path serves it from a scratch block
+ * of the bootstrap pool (boot_scratch_alloc): pool blocks are the
+ * runtime's, so their frees do nothing and their reallocs move them.
+ * The scratch is reused by the next window: whatever the calls allocate
+ * must be freed by its end. One thread at a time; begin returns false
+ * (and does nothing) when another holds it, the pool has no room, or the
+ * runtime is attached (allocprof attach: its GOT slots are patched and
+ * restored one at a time, so a block's allocation and its free could
+ * reach different owners), and the calls then allocate as before.
+ */
+bool boot_scratch_begin(void);
+void boot_scratch_end(void);
+/* Is this thread inside its scratch window? One relaxed load. */
+bool boot_scratch_mine(void);
+/* n bytes (zeroed if zero) of the scratch, or NULL when it is full. */
+void *boot_scratch_alloc(size_t n, bool zero);
+/* In a fork child: no window is open there. */
+void boot_scratch_atfork_child(void);
 /* Size asked for a pool block. */
 size_t boot_size(const void *p);
 /* The next definition of a libc symbol (the allocator's, the C++

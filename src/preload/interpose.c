@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot.h"
 #include "runtime_core.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -49,13 +50,36 @@ static inline bool not_sampled(size_t n)
 	return AP_LIKELY(!ap_sampler_should_sample(&rt_tls.sampler, n));
 }
 
+/* The slow path's allocation that is not recorded: the allocator
+ * underneath's, or the scratch's inside the runtime's own libc calls
+ * (boot.h). */
+static void *unrecorded_malloc(size_t n)
+{
+	if (AP_UNLIKELY(boot_scratch_mine())) {
+		void *p = boot_scratch_alloc(n, false);
+		if (p)
+			return p;
+	}
+	return rt_real.malloc(n);
+}
+
+static void *unrecorded_calloc(size_t n, size_t m, size_t total)
+{
+	if (AP_UNLIKELY(boot_scratch_mine())) {
+		void *p = boot_scratch_alloc(total, true);
+		if (p)
+			return p;
+	}
+	return rt_real.calloc(n, m);
+}
+
 EXPORT void *malloc(size_t n)
 {
 	if (not_sampled(n))
 		return rt_real.malloc(n);
 	ap_sample_info info;
 	if (!rt_sample_begin(n, &info))
-		return rt_real.malloc(n);
+		return unrecorded_malloc(n);
 	void *p = rt_region_alloc(n, 0, false);
 	if (!p)
 		p = rt_real.malloc(n);
@@ -96,7 +120,7 @@ EXPORT void *calloc(size_t n, size_t m)
 		return rt_real.calloc(n, m);
 	ap_sample_info info;
 	if (!rt_sample_begin(total, &info))
-		return rt_real.calloc(n, m);
+		return unrecorded_calloc(n, m, total);
 	/* Region pages are zero, fresh or reused (MADV_DONTNEED at free). */
 	void *p = rt_region_alloc(total, 0, true);
 	if (!p)

@@ -132,6 +132,7 @@ void rt_adopt_child(void)
 	pthread_mutex_init(&rt.table.lock, NULL);
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	dump_retired_reset_lock();
+	boot_scratch_atfork_child();
 	rt.pid = (long)getpid();
 	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {

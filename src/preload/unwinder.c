@@ -37,6 +37,7 @@
 #include <libunwind.h>
 
 #include "allocprof/common.h"
+#include "boot.h"
 
 static uintptr_t self_lo, self_hi;
 
@@ -167,13 +168,18 @@ static void stack_bounds(void)
 		return;
 	}
 	stack_lo = stack_hi = 1;
-	if (pthread_getattr_np(pthread_self(), &attr) != 0)
-		return;
-	if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-		stack_lo = (uintptr_t)addr;
-		stack_hi = (uintptr_t)addr + size;
+	/* glibc allocates (and frees) a CPU set in there: from the scratch,
+	 * not the program's heap (boot.h). */
+	bool scratch = boot_scratch_begin();
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+			stack_lo = (uintptr_t)addr;
+			stack_hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&attr);
 	}
-	pthread_attr_destroy(&attr);
+	if (scratch)
+		boot_scratch_end();
 }
 
 static inline bool fn_keeps_fp(uintptr_t ret);
