@@ -45,6 +45,20 @@ uintptr_t boot_static_pool(void)
 }
 static atomic_size_t boot_used;
 
+/* Where a block of the pool or the scratch starts after `off` bytes are
+ * used: room for its header (the size, for boot_size), then aligned. */
+static size_t block_start(size_t off, size_t align)
+{
+	return (off + BOOT_HDR + align - 1) & ~(align - 1);
+}
+
+/* Write the header of the n-byte block at p; returns p. */
+static void *block_stamp(unsigned char *p, size_t n)
+{
+	memcpy(p - BOOT_HDR, &n, sizeof n);
+	return p;
+}
+
 static void *boot_alloc(size_t n, size_t align)
 {
 	if (align < 16)
@@ -55,13 +69,12 @@ static void *boot_alloc(size_t n, size_t align)
 		return NULL;
 	size_t off = atomic_load(&boot_used), start;
 	do {
-		start = (off + BOOT_HDR + align - 1) & ~(align - 1);
+		start = block_start(off, align);
 		if (start > BOOT_POOL_SIZE - n)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&boot_used, &off, start + n));
 	/* Fresh static or mapped memory: already zero. */
-	memcpy(boot_pool + start - BOOT_HDR, &n, sizeof n);
-	return boot_pool + start;
+	return block_stamp(boot_pool + start, n);
 }
 
 /* ---- scratch (boot.h) -------------------------------------------------- */
@@ -116,14 +129,13 @@ void *boot_scratch_alloc(size_t n, bool zero)
 {
 	if (n == 0)
 		n = 1;
-	size_t start = (scratch_used + BOOT_HDR + 15) & ~(size_t)15;
+	size_t start = block_start(scratch_used, 16);
 	if (n > BOOT_SCRATCH_SIZE || start > BOOT_SCRATCH_SIZE - n)
 		return NULL;
 	scratch_used = start + n;
-	unsigned char *p = scratch_base + start;
-	memcpy(p - BOOT_HDR, &n, sizeof n);
+	void *p = block_stamp(scratch_base + start, n);
 	if (zero)
-		memset(p, 0, n);
+		memset(p, 0, n); /* a reused scratch holds the last window's data */
 	return p;
 }
 
