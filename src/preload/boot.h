@@ -25,24 +25,30 @@ static inline bool boot_in_pool(const void *p)
 	return (uintptr_t)p - (uintptr_t)boot_pool < BOOT_POOL_SIZE;
 }
 /*
- * Scratch: memory for the libc calls the runtime makes on a thread's
- * first sample (pthread_getattr_np allocates its CPU set and frees it
- * before returning). Left to the allocator underneath, those allocations
+ * Scratch: memory for the libc calls the runtime makes to learn a
+ * thread's stack (pthread_getattr_np allocates a CPU set and frees it
+ * before returning; for the main thread, at initialisation, glibc reads
+ * /proc/self/maps with stdio), on a thread's first sample. Left to the allocator underneath, those allocations
  * land in the program's heap at a moment the sampler chose, and glibc's
  * heap, whose later splits, merges and trims depend on every earlier
  * block, then follows another path: a different count of page faults
  * for the rest of the run, different from seed to seed. Between
  * boot_scratch_begin and boot_scratch_end the thread is inside the
  * runtime, every allocation of it takes the slow path (its sampler's
- * counter held at 0), and the slow path serves it from a scratch block
- * of the bootstrap pool (boot_scratch_alloc): pool blocks are the
+ * counter held at 0), and the slow paths of malloc and calloc (realloc
+ * of NULL is malloc) serve it from a scratch block of the bootstrap pool
+ * (boot_scratch_alloc); the memalign family still goes to the allocator
+ * underneath, as those calls use none of it. Pool blocks are the
  * runtime's, so their frees do nothing and their reallocs move them.
  * The scratch is reused by the next window: whatever the calls allocate
  * must be freed by its end. One thread at a time; begin returns false
  * (and does nothing) when another holds it, the pool has no room, or the
- * runtime is attached (allocprof attach: its GOT slots are patched and
- * restored one at a time, so a block's allocation and its free could
- * reach different owners), and the calls then allocate as before.
+ * runtime is attached, and the calls then allocate as before. Attached,
+ * the entry points reach the program through GOT slots that attach and
+ * detach patch and restore one at a time while it runs, so a block's
+ * allocation and its free could reach different owners; with the window
+ * open there, the attach test's targets died during the attach in 6 of
+ * 7 runs (the exact path was not traced).
  */
 bool boot_scratch_begin(void);
 void boot_scratch_end(void);

@@ -2,9 +2,10 @@
 # preload_heap_layout_test.sh: sampling leaves the program's heap as it is.
 # progs/heap_layout prints where glibc places a new thread's blocks
 # (offsets from its first block); under the runtime the offsets must be
-# those of the program alone, at rate=1 (every block sampled, so the
-# thread's first sample falls on its first block), at the default rate,
-# and with each unwinder. Until 2026-11-28 a thread's first sample looked
+# those of the program alone at rate=1 (every block sampled, so the
+# thread's first sample falls on its first block) with each unwinder, and
+# at the default rate (where these few blocks are not sampled: the fast
+# paths alone). Until 2026-11-28 a thread's first sample looked
 # its stack up with pthread_getattr_np, whose CPU set glibc allocated and
 # freed in the thread's arena, so the program's next blocks of that size
 # moved: from then on glibc's heap took another course (over a long run,
