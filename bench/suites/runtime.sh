@@ -202,8 +202,22 @@ ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 
 # ---- cost per sample ----------------------------------------------------------
 per_sample() { # per_sample NAME OPS: median over pairs of (prof - base) loop CPU ns per op
+  # (each pair's value kept in NAME.ns for its interval, ns_ci)
   paste -d' ' <(col "$tmp/$1.prof" 5) <(col "$tmp/$1.base" 5) |
-    awk -v n="$2" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' | median
+    awk -v n="$2" '{ printf "%.1f\n", ($1 - $2) * 1e9 / n }' >"$tmp/$1.ns"
+  median <"$tmp/$1.ns"
+}
+# ns_ci NAME: "low high" of the sign test's interval for the median of
+# NAME.ns (median_ci; 9 pairs: the 2nd to the 8th value, 0.961).
+ns_ci() { median_ci "$tmp/$1.ns" | awk '{ printf "%.1f %.1f\n", $1, $2 }'; }
+# "low high" as text and as a JSON array
+to_text() { echo "$1" | awk '{ printf "%s to %s", $1, $2 }'; }
+to_json() { echo "$1" | awk '{ printf "[%s,%s]", $1, $2 }'; }
+# verdict_ns NAME TARGET: met when the whole interval is within TARGET,
+# missed when all of it is over, undecided otherwise (as verdict_ci).
+verdict_ns() {
+  median_ci "$tmp/$1.ns" | awk -v t="$2" \
+    '{ print ($2 <= t) ? "met" : ($1 > t) ? "**missed**" : "undecided" }'
 }
 declare -A ns
 for depth in $depths; do
@@ -221,9 +235,10 @@ for depth in $depths; do
 done
 # At the default rate: median over rounds of the loop time above the same
 # round's run with nothing sampled, per sample recorded in the round, in ns.
-same_round_ns() { # same_round_ns PROF_CONFIG FAST_CONFIG
+same_round_ns() { # same_round_ns PROF_CONFIG FAST_CONFIG (values kept in PROF_CONFIG.ns)
   paste -d' ' <(col "$tmp/$1.prof" 5) <(col "$tmp/$2.prof" 5) <(col "$tmp/$1.prof" 4) |
-    awk '{ printf "%.1f\n", ($1 - $2) * 1e9 / $3 }' | median
+    awk '{ printf "%.1f\n", ($1 - $2) * 1e9 / $3 }' >"$tmp/$1.ns"
+  median <"$tmp/$1.ns"
 }
 
 # ---- summary --------------------------------------------------------------------
@@ -251,19 +266,29 @@ verdict_ci() {
 }
 
 glibc_ns=$(same_round_ns glibc1 glibcfast)
-jem_ns=nan
-[ -z "$jem" ] || jem_ns=$(same_round_ns jem1 jemfast)
+glibc_ns_ci=$(ns_ci glibc1)
+jem_ns=nan jem_ns_ci="nan nan"
+if [ -n "$jem" ]; then
+  jem_ns=$(same_round_ns jem1 jemfast)
+  jem_ns_ci=$(ns_ci jem1)
+fi
 # What the 1.05x target leaves each sample once interposition is paid at the
 # forwarding preload's price: (1.05 - its loop ratio) x plain loop / samples
 # recorded (medians), in ns. Negative: the floor alone is over the target.
-budget_ns() { # budget_ns PROF_CONFIG FWD_CONFIG
+budget_ns() { # budget_ns PROF_CONFIG FWD_CONFIG [RATIO]: RATIO defaults to the median
   local s
   s=$(col "$tmp/$1.prof" 4 | median)
-  calc %.1f "(1.05 - ${loop[$2]}) * $(col "$tmp/$1.base" 5 | median) * 1e9 / $s"
+  calc %.1f "(1.05 - ${3:-${loop[$2]}}) * $(col "$tmp/$1.base" 5 | median) * 1e9 / $s"
 }
+# and its range over the forwarding preload's interval: "low high"
+budget_range() { echo "$(budget_ns "$1" "$2" "${hi[$2]}") $(budget_ns "$1" "$2" "${lo[$2]}")"; }
 glibc_budget=$(budget_ns glibc1 glibcfwd)
-jem_budget=nan
-[ -z "$jem" ] || jem_budget=$(budget_ns jem1 jemfwd)
+glibc_budget_range=$(budget_range glibc1 glibcfwd)
+jem_budget=nan jem_budget_range="nan nan"
+if [ -n "$jem" ]; then
+  jem_budget=$(budget_ns jem1 jemfwd)
+  jem_budget_range=$(budget_range jem1 jemfwd)
+fi
 mkdir -p "$out"
 {
   printf '{"quick":%s,"runs":%s,"mixed_ops":%s,"pinned_cpu":%s,\n "time":{' "$quick" "$runs" "$mixed_ops" "${pin:-null}"
@@ -277,8 +302,16 @@ mkdir -p "$out"
     "$pairs_n1" "$pairs_n2" "$ir_base" "$ir_prof" "$ir_extra"
   printf ' "per_sample_ns":{"ops":%s,"pairs":%s' "$deep_ops" "$deep_runs"
   for k in "${!ns[@]}"; do printf ',"%s":%s' "$k" "${ns[$k]}"; done
-  printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s,"glibc_budget":%s' "$glibc_ns" "$glibc_budget"
-  [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s,"jem_budget":%s' "$jem_ns" "$jem_budget"
+  printf '},\n "per_sample_ns_ci":{'
+  sep=""
+  for k in "${!ns[@]}"; do
+    printf '%s"%s":%s' "$sep" "$k" "$(to_json "$(ns_ci "deep.$k")")"
+    sep=","
+  done
+  printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s,"glibc1_over_glibcfast_ci":%s,"glibc_budget":%s,"glibc_budget_range":%s' \
+    "$glibc_ns" "$(to_json "$glibc_ns_ci")" "$glibc_budget" "$(to_json "$glibc_budget_range")"
+  [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s,"jem1_over_jemfast_ci":%s,"jem_budget":%s,"jem_budget_range":%s' \
+    "$jem_ns" "$(to_json "$jem_ns_ci")" "$jem_budget" "$(to_json "$jem_budget_range")"
   printf '}}\n'
 } >"$out/runtime.json"
 
@@ -343,22 +376,28 @@ Measured as the difference of runs with $pairs_n1 and $pairs_n2 pairs, so start-
 | cost per sample (rate=1: every malloc(64) sampled and freed at once), ns per sampled malloc+free | fp | libgcc | libunwind | libunwind, program without frame pointers |
 |---|---|---|---|---|
 EOF
+cell() { echo "${ns[$1]} ($(to_text "$(ns_ci "deep.$1")"))"; }
 for depth in $depths; do
-  echo "| $depth frames of recursion before each malloc | ${ns[fp.$depth]} | ${ns[libgcc.$depth]} | ${ns[libunwind.$depth]} | ${ns[nofp.$depth]} |"
+  echo "| $depth frames of recursion before each malloc | $(cell fp.$depth) | $(cell libgcc.$depth) | $(cell libunwind.$depth) | $(cell nofp.$depth) |"
 done
 cat <<EOF
 
 Per-sample cost is (profiled loop CPU time - plain loop CPU time) / samples ($deep_ops,
-libgcc $((deep_ops / 20))), median of $deep_runs paired runs (target at depth 32 with libunwind, the default: <= 1000 ns: $(verdict "${ns[libunwind.32]}" 1000)).
+libgcc $((deep_ops / 20))), median of $deep_runs paired runs; in parentheses the sign test's interval for that median
+($(median_ci "$tmp/deep.libunwind.32.ns" | awk '{ print $3 }') confidence). Target at depth 32 with libunwind, the default: <= 1000 ns:
+$(verdict_ns deep.libunwind.32 1000) (met when the whole interval is within it, missed when all of it is over).
 It includes everything a sample costs at rate=1: the unwind, the stack table lookup, the
 live-table insert and the matching removal on free. The recursion (\`deepfp\`) is built with
 frame pointers, so fp sees every level and libunwind takes its frame-pointer fast path down
 to libc's start of main; the last column is the same recursion built without them
 (\`deep\`), which libunwind alone unwinds.
 
-At the default rate, everything included: $glibc_ns ns per sample over glibc$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc"):
+At the default rate, everything included: $glibc_ns ns per sample over glibc (interval
+$(to_text "$glibc_ns_ci"))$( [ -z "$jem" ] || echo ", $jem_ns ns over jemalloc ($(to_text "$jem_ns_ci"))"):
 the median over rounds of (profiled loop CPU time - nothing-sampled loop CPU time) / samples
-recorded, both runs from the same round.
+recorded, both runs from the same round, with the sign test's interval for that median
+($ci_conf). A sample is a small difference between two long runs, so on a shared machine
+the interval is wide: treat differences between runs of the suite inside it as noise.
 
 The forwarding preload (\`bench/forward_preload.c\`) defines malloc, calloc, realloc and free
 and only passes each call on to the allocator underneath: its row is what interposition
@@ -366,7 +405,8 @@ costs before anything is sampled, a floor for any profiler that sits behind thes
 The suite checks that it exports them: until 2026-11-28 the project's hidden default
 visibility kept them local, so the preload interposed nothing and its row was the program alone.
 What the 1.05x target then leaves a sample, (1.05 - the forwarding preload's loop ratio) x
-plain loop / samples recorded: $glibc_budget ns over glibc$( [ -z "$jem" ] || echo ", $jem_budget ns over jemalloc")
+plain loop / samples recorded: $glibc_budget ns over glibc ($(to_text "$glibc_budget_range") over the
+forwarding preload's interval)$( [ -z "$jem" ] || echo ", $jem_budget ns over jemalloc ($(to_text "$jem_budget_range"))")
 (negative: interposition alone is over the target), against the measured cost per sample
 at the default rate above.
 EOF
