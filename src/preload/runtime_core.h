@@ -219,6 +219,16 @@ static inline bool rt_maybe_ours(const void *p)
 	return rt_set_filter[set_filter_index((uintptr_t)p)] != 0;
 }
 
+/* Behind a nonzero word: is p's eighth of its granule marked
+ * (sampled_set.h)? False: p is the allocator's alone, decided on the word
+ * rt_maybe_ours has just read. The range's granules have every bit set. */
+static inline bool rt_maybe_key(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	return (__atomic_load_n(&rt_set_filter[set_filter_index(a)], __ATOMIC_RELAXED) &
+		set_filter_bit(a)) != 0;
+}
+
 enum rt_owner { RT_OWNER_NONE = 0, RT_OWNER_RANGE, RT_OWNER_SET };
 /* Behind rt_maybe_ours: whose is p? A range block (pool or region), a
  * sampled-set entry, or the allocator underneath's alone. */

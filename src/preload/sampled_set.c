@@ -52,17 +52,25 @@ void set_filter_claim(uint16_t *filter, uintptr_t from, uintptr_t to)
 				 __ATOMIC_RELAXED);
 }
 
-/* Count key in (+1) or out (-1) of its granule's counter; the set's mutex
- * is held. A saturated counter stays (sampled_set.h). */
+/* Count key in (+1, its eighth's bit set) or out (-1; the bits cleared
+ * with the last key) of its granule's word; the set's mutex is held. A
+ * saturated word stays (sampled_set.h). */
 static void filter_count(sampled_set *s, uintptr_t key, int d)
 {
 	if (!s->filter)
 		return;
 	uint16_t *f = &s->filter[set_filter_index(key)];
 	uint16_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
-	if (c == UINT16_MAX || (d < 0 && c == 0))
+	unsigned n = c & SET_FILTER_COUNT;
+	if (c == UINT16_MAX || (d < 0 && n == 0))
 		return;
-	__atomic_store_n(f, (uint16_t)(c + d), __ATOMIC_RELAXED);
+	uint16_t w;
+	if (d > 0)
+		w = n + 1 >= SET_FILTER_COUNT ? (uint16_t)UINT16_MAX
+					      : (uint16_t)((c | set_filter_bit(key)) + 1);
+	else
+		w = n == 1 ? 0 : (uint16_t)(c - 1);
+	__atomic_store_n(f, w, __ATOMIC_RELAXED);
 }
 
 static size_t table_bytes(size_t cap)

@@ -31,20 +31,27 @@
  * only by the owner of the pointer.
  *
  * A set may carry a granule filter (the runtime's does): SET_FILTER_SIZE
- * 16-bit counters, counter set_filter_index(p) counting the live keys whose
+ * 16-bit words, word set_filter_index(p) describing the live keys whose
  * 4 KiB granule (the low 32 bits of p >> SET_FILTER_SHIFT: the table
  * folds the address space every 4 GiB, which is what makes the index two
  * instructions, a 32-bit move and a shift) is p's. It is what lets free()
- * skip the set for almost every pointer with one load: a zero counter
- * means no key can be p. Writers
- * update it under the set's mutex, after storing the key on insert and
- * before clearing it on remove, with relaxed atomic stores; a reader is only
- * ever asked about its own pointer, whose insert happened-before, so it sees
- * a nonzero counter while p is in the set. A counter at 65535 stays there
- * for good, which only costs lookups: set_filter_claim puts the granules of
- * the runtime's own range there, and counting could only get there through
- * hundreds of aliases 4 GiB apart (a granule holds at most 256 blocks of
- * 16 bytes).
+ * skip the set for almost every pointer with one load: a zero word means
+ * no key can be p. Its low byte counts the granule's live keys; its high
+ * byte has a bit for each 512-byte eighth of the granule where a live key
+ * starts (set_filter_bit), set on insert and cleared, all together, only
+ * when the count comes back to zero. So p can be a key only if its eighth's
+ * bit is set, which the runtime tests first on its slow path (rt_classify),
+ * on the word free() has just read: a sampled block shares its granule
+ * with dozens of the program's small blocks, and each of their frees
+ * otherwise went on to the range's and the set's cache lines. Writers
+ * update the word under the set's mutex, after storing the key on insert
+ * and before clearing it on remove, with relaxed atomic stores; a reader is
+ * only ever asked about its own pointer, whose insert happened-before, so
+ * it sees its bit set while p is in the set. A word at 65535 (every bit)
+ * stays there for good, which only costs lookups: set_filter_claim puts
+ * the granules of the runtime's own range there, and a count reaching 255
+ * does too (a granule holds up to 256 blocks of 16 bytes, and aliases
+ * 4 GiB apart share its word).
  */
 #ifndef AP_PRELOAD_SAMPLED_SET_H
 #define AP_PRELOAD_SAMPLED_SET_H
@@ -103,6 +110,13 @@ typedef struct sampled_set {
 static inline size_t set_filter_index(uintptr_t p)
 {
 	return (size_t)((uint32_t)p >> SET_FILTER_SHIFT);
+}
+
+/* The filter word's parts (above): the live count, and p's eighth. */
+#define SET_FILTER_COUNT 0xffu
+static inline uint16_t set_filter_bit(uintptr_t p)
+{
+	return (uint16_t)(0x100u << ((p >> (SET_FILTER_SHIFT - 3)) & 7u));
 }
 
 /* The empty table every set starts from (capacity 2, never written). */

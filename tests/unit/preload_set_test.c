@@ -57,6 +57,12 @@ AP_TEST(insert_then_remove_returns_the_record)
 
 static uint16_t filter[SET_FILTER_SIZE];
 
+/* The live count in a granule's filter word (its low byte). */
+static uint64_t count_of(uintptr_t p)
+{
+	return filter[set_filter_index(p)] & SET_FILTER_COUNT;
+}
+
 AP_TEST(the_granule_filter_counts_live_keys)
 {
 	sampled_set s;
@@ -69,35 +75,69 @@ AP_TEST(the_granule_filter_counts_live_keys)
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)a, &r), 0);
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + g - 16), &r), 0); /* same granule */
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)b, &r), 0);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], 2);
+	AP_CHECK_EQ_U64(count_of(a), 2);
 	AP_CHECK_EQ_U64(filter[set_filter_index(a + g)], 0);
-	AP_CHECK_EQ_U64(filter[set_filter_index(b)], 1);
+	AP_CHECK_EQ_U64(count_of(b), 1);
 	/* 4 GiB further on, the same counter: a lookup, never a miss. */
 	AP_CHECK_EQ_U64(set_filter_index(alias), set_filter_index(a));
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)alias, &r), 0);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], 3);
+	AP_CHECK_EQ_U64(count_of(a), 3);
 	/* Removing an absent key (a double free) changes nothing. */
 	AP_CHECK(!set_remove(&s, (void *)(a + 16), NULL));
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], 3);
+	AP_CHECK_EQ_U64(count_of(a), 3);
 	AP_CHECK(set_remove(&s, (void *)a, NULL));
 	AP_CHECK(set_remove(&s, (void *)alias, NULL));
 	AP_CHECK(set_remove(&s, (void *)(a + g - 16), NULL));
 	AP_CHECK(set_remove(&s, (void *)b, NULL));
 	AP_CHECK(!set_remove(&s, (void *)b, NULL));
+	/* The last key out clears the whole word, its eighths' bits too. */
 	uint64_t left = 0;
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
 		left += filter[i];
 	AP_CHECK_EQ_U64(left, 0);
-	/* Growth copies keys, not counts: 5000 keys of 16 bytes over 20
-	 * granules, 256 in each but the last. */
+	/* Growth copies keys, not counts: 5000 keys of 32 bytes over 40
+	 * granules, 128 in each but the last. */
 	for (uint64_t i = 0; i < 5000; i++)
-		AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 2 * g + 16 * i), &r), 0);
+		AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 2 * g + 32 * i), &r), 0);
 	uint64_t sum = 0;
-	for (uint64_t k = 0; k < 20; k++)
-		sum += filter[set_filter_index(a + (2 + k) * g)];
+	for (uint64_t k = 0; k < 40; k++)
+		sum += count_of(a + (2 + k) * g);
 	AP_CHECK_EQ_U64(sum, 5000);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a + 2 * g)], g / 16);
+	AP_CHECK_EQ_U64(count_of(a + 2 * g), g / 32);
 	AP_CHECK(atomic_load(&s.grows) >= 5);
+}
+
+AP_TEST(the_filter_marks_the_eighths_of_a_granule_that_hold_keys)
+{
+	sampled_set s;
+	memset(filter, 0, sizeof filter);
+	set_init(&s, filter);
+	const uintptr_t g = (uintptr_t)1 << SET_FILTER_SHIFT, e = g / 8;
+	const uintptr_t a = 0x7f0000000000u;
+	sample_rec r = rec_for(1);
+	/* Keys in the granule's second and sixth eighths. */
+	const uintptr_t k1 = a + e + 48, k2 = a + 5 * e;
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)k1, &r), 0);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)k2, &r), 0);
+	uint16_t w = filter[set_filter_index(a)];
+	AP_CHECK_EQ_U64(w, (0x100u << 1 | 0x100u << 5) + 2);
+	/* What the runtime's rt_classify asks first: only the pointers in
+	 * those two eighths can be keys, every key among them. */
+	for (uintptr_t q = a; q < a + g; q += 16) {
+		bool may = (w & set_filter_bit(q)) != 0;
+		AP_CHECK(may == (q / e == k1 / e || q / e == k2 / e));
+		if (q == k1 || q == k2)
+			AP_CHECK(may && set_contains(&s, (const void *)q));
+		else
+			AP_CHECK(!set_contains(&s, (const void *)q));
+	}
+	/* A removal keeps the bits until the granule is empty: a stale bit
+	 * costs a lookup, a cleared one would lose a live key. */
+	AP_CHECK(set_remove(&s, (void *)k1, NULL));
+	AP_CHECK_EQ_U64(filter[set_filter_index(a)], (0x100u << 1 | 0x100u << 5) + 1);
+	AP_CHECK(filter[set_filter_index(a)] & set_filter_bit(k2));
+	AP_CHECK(set_remove(&s, (void *)k2, NULL));
+	AP_CHECK_EQ_U64(filter[set_filter_index(a)], 0);
 }
 
 AP_TEST(a_saturated_granule_counter_stays_saturated)
@@ -106,15 +146,21 @@ AP_TEST(a_saturated_granule_counter_stays_saturated)
 	memset(filter, 0, sizeof filter);
 	set_init(&s, filter);
 	const uintptr_t a = 0x7f0000000000u;
-	filter[set_filter_index(a)] = UINT16_MAX - 1;
+	/* 256 keys of 16 bytes fill the granule: the count saturates at
+	 * 255, the whole word (every eighth's bit) then at 65535. */
 	sample_rec r = rec_for(1);
-	AP_CHECK_EQ_INT(set_insert(&s, (void *)a, &r), 0);
-	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16), &r), 0);
+	for (uint64_t i = 0; i < 254; i++)
+		AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * i), &r), 0);
+	AP_CHECK_EQ_U64(count_of(a), 254);
+	AP_CHECK(filter[set_filter_index(a)] != UINT16_MAX);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * 254), &r), 0);
+	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * 255), &r), 0);
 	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
 	/* Counts past it were lost: decrementing could reach 0 while a key
 	 * of the granule is live, so it never comes down. */
-	AP_CHECK(set_remove(&s, (void *)a, NULL));
-	AP_CHECK(set_remove(&s, (void *)(a + 16), NULL));
+	for (uint64_t i = 0; i < 256; i++)
+		AP_CHECK(set_remove(&s, (void *)(a + 16 * i), NULL));
 	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
 }
 
@@ -194,18 +240,22 @@ static void *worker(void *p)
 		for (uint64_t k = 0; k < KEYS; k++) {
 			seed = seed * 1103515245u + 12345u;
 			uint64_t i = (seed >> 8) % KEYS;
-			const void *key = fake(t, i + 1);
+			/* 256 bytes apart: at most 16 keys of a thread in a
+			 * granule, 64 of the four, so no word saturates and
+			 * the counts below add up exactly. */
+			const void *key = fake(t, (i + 1) * 16);
 			/* Only this thread touches its keys, as only a pointer's
 			 * owner frees it; lookups must always be exact. */
 			if (set_contains(&shared, key) != in[i])
 				w->errors++;
-			/* What free() relies on: a live key's granule counts it.
+			/* What free() relies on: a live key's granule counts it,
+			 * and its eighth's bit is set (rt_classify).
 			 * The threads' keys are 4 GiB apart, so they share
 			 * counters: every thread's updates must add up. (A
 			 * relaxed load, as the runtime's plain one compiles to;
 			 * a plain read here would be a race to TSan.) */
-			if (in[i] && __atomic_load_n(&shared_filter[set_filter_index((uintptr_t)key)],
-						     __ATOMIC_RELAXED) == 0)
+			if (in[i] && !(__atomic_load_n(&shared_filter[set_filter_index((uintptr_t)key)],
+						       __ATOMIC_RELAXED) & set_filter_bit((uintptr_t)key)))
 				w->errors++;
 			if (in[i]) {
 				sample_rec out;
@@ -248,7 +298,7 @@ AP_TEST(four_threads_insert_remove_and_look_up_consistently)
 	 * counted once, however the threads interleaved. */
 	uint64_t counted = 0;
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		counted += shared_filter[i];
+		counted += shared_filter[i] & SET_FILTER_COUNT;
 	AP_CHECK_EQ_U64(counted, live);
 }
 
