@@ -103,8 +103,10 @@ static void install(int sig)
 	atomic_store(&owned[sig], true);
 	if (call_real(sig, &sa, NULL) != 0)
 		atomic_store(&owned[sig], false);
-	else
+	else {
 		atomic_store(&any_armed, true);
+		dumper_needed_changed();
+	}
 }
 
 bool procs_signal_dumps_armed(void)

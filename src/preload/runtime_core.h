@@ -277,6 +277,9 @@ void dumper_install_handler(int sig, void (*fn)(int), const char *what);
 void dumper_start_if_needed(void);
 void dumper_stop(void);
 void dumper_after_sample(const table_totals *after);
+/* One of the reasons for a dumper thread changed (dumper.c's needed()):
+ * ask again on the next sample. */
+void dumper_needed_changed(void);
 void dumper_atfork_child(void);
 /* Wake the dumper thread (async-signal-safe; control.c's start_on). */
 void dumper_wake(void);
