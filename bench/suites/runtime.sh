@@ -53,8 +53,10 @@ jem=$(ldconfig -p | awk '!found && $1 == "libjemalloc.so.2" && /x86-64/ { print 
 
 if [ "$quick" = 1 ]; then
   runs=7 mixed_ops=10000000 deep_ops=50000 deep_runs=5 pairs_n1=100000 pairs_n2=300000
+  cg_ops=1000000
 else
   runs=21 mixed_ops=40000000 deep_ops=200000 deep_runs=9 pairs_n1=200000 pairs_n2=1200000
+  cg_ops=4000000
 fi
 depths="8 32 64"
 unwinders="fp libgcc libunwind"
@@ -200,6 +202,35 @@ ir_base=$(calc %.2f "($b2 - $b1) / ($pairs_n2 - $pairs_n1)")
 ir_prof=$(calc %.2f "($p2 - $p1) / ($pairs_n2 - $pairs_n1)")
 ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 
+# ---- work per sample at the default rate (cachegrind) ------------------------
+# The same mixed workload under cachegrind, at the default rate and with
+# nothing sampled, one seed for both: (totals - totals) / samples. Unlike
+# the CPU times above, instruction and simulated cache-miss counts repeat
+# (to a few instructions a sample), so a change of a few percent in what a
+# sample costs shows here long before it leaves the times' noise.
+cg_seed=7
+cgrun() { # cgrun TAG PRELOAD OPTIONS: "Ir I1mr D1mr D1mw samples"
+  env -u LD_PRELOAD -u MALLOC_CONF -u ALLOCPROF_OPTIONS LD_PRELOAD="$2" \
+    ALLOCPROF_OPTIONS="$3,dump_at_exit=0,seed=$cg_seed,$popts" valgrind --tool=cachegrind \
+    --cache-sim=yes --cachegrind-out-file="$tmp/cg.$1" --log-file="$tmp/vg.log" \
+    "$bin" mixed "$cg_ops" 1 >"$tmp/line" 2>"$tmp/err" ||
+    { echo "runtime.sh: cachegrind run failed" >&2; cat "$tmp/vg.log" "$tmp/err" >&2; exit 1; }
+  [ ! -s "$tmp/err" ] || { echo "runtime.sh: stderr under cachegrind:" >&2; cat "$tmp/err" >&2; exit 1; }
+  # events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+  awk -v s="$(field samples)" '/^summary:/ { print $2, $3, $6, $9, s }' "$tmp/cg.$1"
+  rm -f "$tmp/cg.$1" "$tmp"/p.*.pb.gz
+}
+cg_per_sample() { # cg_per_sample PRELOAD: "Ir I1mr D1mr D1mw samples" per sample
+  local a b
+  a=$(cgrun prof "$1" "rate=$default_rate_opt")
+  b=$(cgrun fast "$1" "rate=$huge_rate")
+  echo "$a $b" | awk '{ printf "%.0f %.1f %.1f %.1f %d\n", ($1 - $6) / $5, ($2 - $7) / $5, ($3 - $8) / $5, ($4 - $9) / $5, $5 }'
+}
+default_rate_opt=524288
+cg_glibc=$(cg_per_sample "$lib")
+cg_jem=""
+[ -z "$jem" ] || cg_jem=$(cg_per_sample "$lib:$jem")
+
 # ---- cost per sample ----------------------------------------------------------
 per_sample() { # per_sample NAME OPS: median over pairs of (prof - base) loop CPU ns per op
   # (each pair's value kept in NAME.ns for its interval, ns_ci)
@@ -308,6 +339,9 @@ mkdir -p "$out"
     printf '%s"%s":%s' "$sep" "$k" "$(to_json "$(ns_ci "deep.$k")")"
     sep=","
   done
+  printf '},\n "cachegrind_per_sample":{"ops":%s,"seed":%s' "$cg_ops" "$cg_seed"
+  echo "$cg_glibc" | awk '{ printf ",\"glibc\":{\"ir\":%s,\"i1_misses\":%s,\"d1_read_misses\":%s,\"d1_write_misses\":%s,\"samples\":%s}", $1, $2, $3, $4, $5 }'
+  [ -z "$cg_jem" ] || echo "$cg_jem" | awk '{ printf ",\"jemalloc\":{\"ir\":%s,\"i1_misses\":%s,\"d1_read_misses\":%s,\"d1_write_misses\":%s,\"samples\":%s}", $1, $2, $3, $4, $5 }'
   printf '},\n "default_rate_sample_ns":{"glibc1_over_glibcfast":%s,"glibc1_over_glibcfast_ci":%s,"glibc_budget":%s,"glibc_budget_range":%s' \
     "$glibc_ns" "$(to_json "$glibc_ns_ci")" "$glibc_budget" "$(to_json "$glibc_budget_range")"
   [ -z "$jem" ] || printf ',"jem1_over_jemfast":%s,"jem1_over_jemfast_ci":%s,"jem_budget":%s,"jem_budget_range":%s' \
@@ -398,6 +432,19 @@ the median over rounds of (profiled loop CPU time - nothing-sampled loop CPU tim
 recorded, both runs from the same round, with the sign test's interval for that median
 ($ci_conf). A sample is a small difference between two long runs, so on a shared machine
 the interval is wide: treat differences between runs of the suite inside it as noise.
+
+What a sample does at the default rate, counted instead of timed: cachegrind on the same
+workload ($cg_ops operations), at the default rate and with nothing sampled, one seed
+($cg_seed) for both, no exit dump; the difference per sample recorded. Two runs agree to
+within a few instructions and a tenth of a miss per sample (start-up differs a little).
+The misses are those of cachegrind's simulated first-level caches
+(this machine's sizes): between two samples the program's own 4096 live blocks push the
+runtime's code and data out of them, so a sample's time goes mostly to lines it has to
+fetch again, and the allocator's to fetching back what the sample pushed out.
+
+| per sample at the default rate (cachegrind) | instructions | I1 misses | D1 read misses | D1 write misses | samples |
+|---|---:|---:|---:|---:|---:|
+$(echo "$cg_glibc" | awk '{ printf "| over glibc | %s | %s | %s | %s | %s |", $1, $2, $3, $4, $5 }')$( [ -z "$cg_jem" ] || echo; [ -z "$cg_jem" ] || echo "$cg_jem" | awk '{ printf "| over jemalloc | %s | %s | %s | %s | %s |", $1, $2, $3, $4, $5 }')
 
 The forwarding preload (\`bench/forward_preload.c\`) defines malloc, calloc, realloc and free
 and only passes each call on to the allocator underneath: its row is what interposition
