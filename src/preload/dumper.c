@@ -77,16 +77,20 @@ static bool needed(void)
  * off later (a dumper thread that could not start, a timeline ring that
  * could not be allocated); each change that turns one on, and the first
  * of those, call dumper_needed_changed. A stale "yes" costs only the
- * checks below. -1: to be asked again.
+ * checks below. -1: to be asked again; 0: no thread needed; 1: needed;
+ * 2: needed, running in this process, and no trigger watches samples
+ * (every_bytes, peak, the timeline's peak snapshots), which with the
+ * default options (the signal dumps' thread) leaves a sample nothing to
+ * do here.
  */
 static _Atomic int needed_memo = -1;
 
-static bool needed_memoised(void)
+static int needed_memoised(void)
 {
 	int v = atomic_load_explicit(&needed_memo, memory_order_relaxed);
 	if (AP_LIKELY(v >= 0))
 		return v;
-	bool n = needed();
+	int n = needed();
 	atomic_store_explicit(&needed_memo, n, memory_order_relaxed);
 	return n;
 }
@@ -251,6 +255,7 @@ void dumper_stop(void)
 		sem_post(&wake);
 		pthread_join(thread, NULL);
 		running = false;
+		dumper_needed_changed();
 	}
 	pthread_mutex_unlock(&start_lock);
 }
@@ -276,7 +281,7 @@ void dumper_atfork_child(void)
 
 void dumper_after_sample(const table_totals *after)
 {
-	if (!needed_memoised())
+	if (needed_memoised() != 1)
 		return;
 	if (AP_UNLIKELY(!running || running_pid != rt.pid))
 		dumper_start_if_needed();
@@ -296,6 +301,14 @@ void dumper_after_sample(const table_totals *after)
 		sem_post(&wake);
 	if (series_wants_wake(after))
 		sem_post(&wake);
+	if (running && running_pid == rt.pid && !rt.opt.every_bytes && !rt.opt.peak &&
+	    !series_watches_peak()) {
+		/* from 1 only: a change since (dumper_needed_changed) wins */
+		int one = 1;
+		atomic_compare_exchange_strong_explicit(&needed_memo, &one, 2,
+							memory_order_relaxed,
+							memory_order_relaxed);
+	}
 }
 
 bool dumper_dump_for_signal(unsigned timeout_ms)

@@ -130,6 +130,11 @@ bool series_needs_thread(void)
 	return S.timeline || S.peak;
 }
 
+bool series_watches_peak(void)
+{
+	return S.peak;
+}
+
 bool series_wants_wake(const table_totals *after)
 {
 	if (!S.peak || after->inuse_space < after->peak_inuse_space)

@@ -43,6 +43,8 @@ bool series_needs_thread(void);
 /* From the sampling path (after a recorded sample): true when the dumper
  * thread should be woken for a peak snapshot. */
 bool series_wants_wake(const table_totals *after);
+/* Can series_wants_wake say yes (peak snapshots on)? */
+bool series_watches_peak(void);
 /* The next monotonic time the dumper thread must wake for (0 = none). */
 uint64_t series_deadline(void);
 /* In the dumper thread after each wake-up: take due ticks and snapshots. */
