@@ -206,7 +206,8 @@ ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 # The same mixed workload under cachegrind, at the default rate and with
 # nothing sampled, one seed for both: (totals - totals) / samples. Unlike
 # the CPU times above, instruction and simulated cache-miss counts repeat
-# (to a few instructions a sample), so a change of a few percent in what a
+# (to a few instructions a sample over glibc, about 50 over jemalloc, whose
+# page purging follows the clock), so a change of a few percent in what a
 # sample costs shows here long before it leaves the times' noise.
 cg_seed=7
 cgrun() { # cgrun TAG PRELOAD OPTIONS: "Ir I1mr D1mr D1mw samples"
@@ -435,8 +436,10 @@ the interval is wide: treat differences between runs of the suite inside it as n
 
 What a sample does at the default rate, counted instead of timed: cachegrind on the same
 workload ($cg_ops operations), at the default rate and with nothing sampled, one seed
-($cg_seed) for both, no exit dump; the difference per sample recorded. Two runs agree to
-within a few instructions and a tenth of a miss per sample (start-up differs a little).
+($cg_seed) for both, no exit dump; the difference per sample recorded. Over glibc two runs agree
+to within a few instructions and a tenth of a miss per sample (start-up differs a little);
+over jemalloc, whose purging of unused pages follows the clock, to about 50 instructions
+and 5 misses.
 The misses are those of cachegrind's simulated first-level caches
 (this machine's sizes): between two samples the program's own 4096 live blocks push the
 runtime's code and data out of them, so a sample's time goes mostly to lines it has to
