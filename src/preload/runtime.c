@@ -528,9 +528,15 @@ static bool region_release(void *p)
 	return found;
 }
 
-/* rt_classify once p's eighth is known to be marked. */
-static inline enum rt_owner classify_marked(const void *p)
+/* rt_classify, inline for rt_free_slow. */
+static inline enum rt_owner classify(const void *p)
 {
+	/* p's eighth of its granule first, on the word the caller has
+	 * usually just read: the program's blocks near a sampled one (about
+	 * 4 frees for each sample in the malloc-heavy benchmark) end here
+	 * without touching another cache line. */
+	if (!rt_maybe_key(p))
+		return RT_OWNER_NONE;
 	if (boot_in_pool(p) || region_contains(&rt_region, p))
 		return RT_OWNER_RANGE;
 	if (set_contains(&rt_set, p))
@@ -540,22 +546,12 @@ static inline enum rt_owner classify_marked(const void *p)
 
 enum rt_owner rt_classify(const void *p)
 {
-	/* p's eighth of its granule first, on the word the caller has
-	 * usually just read: the program's blocks near a sampled one end
-	 * here without touching another cache line. */
-	return rt_maybe_key(p) ? classify_marked(p) : RT_OWNER_NONE;
+	return classify(p);
 }
 
 void rt_free_slow(void *p)
 {
-	/* Most frees that get here are of the program's blocks that share
-	 * a granule with a sampled one (about 4 for each sample in the
-	 * malloc-heavy benchmark): answered by the eighth's bit. */
-	if (!rt_maybe_key(p)) {
-		rt_real.free(p);
-		return;
-	}
-	switch (classify_marked(p)) {
+	switch (classify(p)) {
 	case RT_OWNER_RANGE:
 		if (boot_in_pool(p))
 			return; /* never the real allocator's; not reused */
