@@ -120,13 +120,10 @@ void boot_scratch_end(void)
 	rt_leave(m);
 }
 
-bool boot_scratch_mine(void)
-{
-	return atomic_load_explicit(&scratch_owner, memory_order_relaxed) == &rt_tls;
-}
-
 void *boot_scratch_alloc(size_t n, bool zero)
 {
+	if (atomic_load_explicit(&scratch_owner, memory_order_relaxed) != &rt_tls)
+		return NULL; /* no window open on this thread */
 	if (n == 0)
 		n = 1;
 	size_t start = block_start(scratch_used, 16);

@@ -52,9 +52,8 @@ static inline bool boot_in_pool(const void *p)
  */
 bool boot_scratch_begin(void);
 void boot_scratch_end(void);
-/* Is this thread inside its scratch window? One relaxed load. */
-bool boot_scratch_mine(void);
-/* n bytes (zeroed if zero) of the scratch, or NULL when it is full. */
+/* n bytes (zeroed if zero) of the scratch, or NULL when this thread has
+ * no window open or the scratch is full. */
 void *boot_scratch_alloc(size_t n, bool zero);
 /* In a fork child: no window is open there. */
 void boot_scratch_atfork_child(void);

@@ -50,27 +50,19 @@ static inline bool not_sampled(size_t n)
 	return AP_LIKELY(!ap_sampler_should_sample(&rt_tls.sampler, n));
 }
 
-/* The slow path's allocation that is not recorded: the allocator
- * underneath's, or the scratch's inside the runtime's own libc calls
- * (boot.h). */
+/* The slow path's allocations that are not recorded: the scratch's
+ * inside the runtime's own libc calls (boot.h), else the allocator
+ * underneath's. */
 static void *unrecorded_malloc(size_t n)
 {
-	if (AP_UNLIKELY(boot_scratch_mine())) {
-		void *p = boot_scratch_alloc(n, false);
-		if (p)
-			return p;
-	}
-	return rt_real.malloc(n);
+	void *p = boot_scratch_alloc(n, false);
+	return p ? p : rt_real.malloc(n);
 }
 
 static void *unrecorded_calloc(size_t n, size_t m, size_t total)
 {
-	if (AP_UNLIKELY(boot_scratch_mine())) {
-		void *p = boot_scratch_alloc(total, true);
-		if (p)
-			return p;
-	}
-	return rt_real.calloc(n, m);
+	void *p = boot_scratch_alloc(total, true);
+	return p ? p : rt_real.calloc(n, m);
 }
 
 EXPORT void *malloc(size_t n)
