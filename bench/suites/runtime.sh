@@ -210,9 +210,9 @@ ir_extra=$(calc %.2f "$ir_prof - $ir_base")
 # page purging follows the clock), so a change of a few percent in what a
 # sample costs shows here long before it leaves the times' noise.
 cg_seed=7
-cgrun() { # cgrun TAG PRELOAD OPTIONS: "Ir I1mr D1mr D1mw samples"
+cgrun() { # cgrun TAG PRELOAD [OPTIONS]: "Ir I1mr D1mr D1mw samples"
   env -u LD_PRELOAD -u MALLOC_CONF -u ALLOCPROF_OPTIONS LD_PRELOAD="$2" \
-    ALLOCPROF_OPTIONS="$3,dump_at_exit=0,seed=$cg_seed,$popts" valgrind --tool=cachegrind \
+    ALLOCPROF_OPTIONS="${3:+$3,}dump_at_exit=0,seed=$cg_seed,$popts" valgrind --tool=cachegrind \
     --cache-sim=yes --cachegrind-out-file="$tmp/cg.$1" --log-file="$tmp/vg.log" \
     "$bin" mixed "$cg_ops" 1 >"$tmp/line" 2>"$tmp/err" ||
     { echo "runtime.sh: cachegrind run failed" >&2; cat "$tmp/vg.log" "$tmp/err" >&2; exit 1; }
@@ -223,11 +223,10 @@ cgrun() { # cgrun TAG PRELOAD OPTIONS: "Ir I1mr D1mr D1mw samples"
 }
 cg_per_sample() { # cg_per_sample PRELOAD: "Ir I1mr D1mr D1mw samples" per sample
   local a b
-  a=$(cgrun prof "$1" "rate=$default_rate_opt")
+  a=$(cgrun prof "$1") # the default rate
   b=$(cgrun fast "$1" "rate=$huge_rate")
   echo "$a $b" | awk '{ printf "%.0f %.1f %.1f %.1f %d\n", ($1 - $6) / $5, ($2 - $7) / $5, ($3 - $8) / $5, ($4 - $9) / $5, $5 }'
 }
-default_rate_opt=524288
 cg_glibc=$(cg_per_sample "$lib")
 cg_jem=""
 [ -z "$jem" ] || cg_jem=$(cg_per_sample "$lib:$jem")
@@ -245,12 +244,15 @@ ns_ci() { median_ci "$tmp/$1.ns" | awk '{ printf "%.1f %.1f\n", $1, $2 }'; }
 # "low high" as text and as a JSON array
 to_text() { echo "$1" | awk '{ printf "%s to %s", $1, $2 }'; }
 to_json() { echo "$1" | awk '{ printf "[%s,%s]", $1, $2 }'; }
-# verdict_ns NAME TARGET: met when the whole interval is within TARGET,
-# missed when all of it is over, undecided otherwise (as verdict_ci).
-verdict_ns() {
-  median_ci "$tmp/$1.ns" | awk -v t="$2" \
-    '{ print ($2 <= t) ? "met" : ($1 > t) ? "**missed**" : "undecided" }'
+# verdict_range LOW HIGH TARGET: met when the whole interval is within
+# TARGET, missed when all of it is over, undecided otherwise.
+verdict_range() {
+  awk -v l="$1" -v h="$2" -v t="$3" \
+    'BEGIN { print (h <= t) ? "met" : (l > t) ? "**missed**" : "undecided" }'
 }
+# verdict_ns NAME TARGET: the verdict on NAME.ns's interval.
+# shellcheck disable=SC2046 # ns_ci prints "low high": two words on purpose
+verdict_ns() { verdict_range $(ns_ci "$1") "$2"; }
 declare -A ns
 for depth in $depths; do
   for u in $unwinders; do
@@ -290,12 +292,8 @@ for c in $configs; do
 done
 base_ms() { col "$tmp/$1.base" 5 | median | awk '{ printf "%.1f", $1 * 1000 }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "**missed**" }'; }
-# verdict_ci CONFIG TARGET: met when the loop ratio's whole interval is
-# within TARGET, missed when all of it is over, undecided otherwise.
-verdict_ci() {
-  awk -v l="${lo[$1]}" -v h="${hi[$1]}" -v t="$2" \
-    'BEGIN { print (h <= t) ? "met" : (l > t) ? "**missed**" : "undecided" }'
-}
+# verdict_ci CONFIG TARGET: the verdict on the loop ratio's interval.
+verdict_ci() { verdict_range "${lo[$1]}" "${hi[$1]}" "$2"; }
 
 glibc_ns=$(same_round_ns glibc1 glibcfast)
 glibc_ns_ci=$(ns_ci glibc1)
@@ -413,7 +411,7 @@ Measured as the difference of runs with $pairs_n1 and $pairs_n2 pairs, so start-
 EOF
 cell() { echo "${ns[$1]} ($(to_text "$(ns_ci "deep.$1")"))"; }
 for depth in $depths; do
-  echo "| $depth frames of recursion before each malloc | $(cell fp.$depth) | $(cell libgcc.$depth) | $(cell libunwind.$depth) | $(cell nofp.$depth) |"
+  echo "| $depth frames of recursion before each malloc | $(cell "fp.$depth") | $(cell "libgcc.$depth") | $(cell "libunwind.$depth") | $(cell "nofp.$depth") |"
 done
 cat <<EOF
 
