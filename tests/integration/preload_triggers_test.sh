@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # preload_triggers_test.sh: dumps other than the one at exit, seen from
 # outside: on a signal (the program keeps running, and its own handling of
-# other signals is unchanged), every N seconds, every N bytes allocated, and
-# none at all with dump_at_exit=0. Every profile written must decode.
+# other signals is unchanged), every N seconds (in a fork child too), every N
+# bytes allocated, and none at all with dump_at_exit=0. Every profile written must decode.
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -58,6 +58,19 @@ start_waiter tick "interval=200ms,output=$TMP/tick.%p.%n.pb.gz"
 [ "$(wait_files "$TMP/tick.*.pb.gz" 3 10)" -ge 3 ] || fail "fewer than 3 dumps at interval=200ms in 10 s"
 stop_waiter tick
 for f in "$TMP"/tick.*.pb.gz; do check_readable "$f"; done
+
+# --- interval= in a fork child: its own dumper thread, started by its samples --
+# The child inherits the parent's answer to "is a dumper thread running?"
+# and must ask again (dumper_atfork_child): it leaves with _exit, so every
+# profile of its pid comes from its own thread's interval dumps.
+mkdir "$TMP/fi"
+env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,interval=100ms,output=$TMP/fi/p.%p.%n.pb.gz" \
+	timeout 60 "$P/fork_interval" >"$TMP/fi.out" 2>"$TMP/fi.err" ||
+	fail "fork_interval under interval=100ms failed: $(cat "$TMP/fi.err")"
+child=$(cat "$TMP/fi.out")
+n=$(count_files "$TMP/fi/p.$child.*.pb.gz")
+[ "$n" -ge 3 ] || fail "interval=100ms: $n profiles from a fork child that ran 1 s (want >= 3)"
+check_profiles fork_interval "$TMP/fi"
 
 # --- every_bytes: the stress test allocates ~6 GB, so >= 4 dumps of 1 GiB ------
 mkdir "$TMP/eb"
