@@ -73,11 +73,11 @@ static bool needed(void)
  * needed()'s answer for dumper_after_sample, which runs on every sample:
  * its nine reasons live on as many cache lines in six files, cold between
  * samples (about 7 misses a sample). All of them are set while the
- * runtime initialises (dumper_configure, procs_init) and only switched
- * off later (a dumper thread that could not start, a timeline ring that
- * could not be allocated); each change that turns one on, and the first
- * of those, call dumper_needed_changed. A stale "yes" costs only the
- * checks below. -1: to be asked again; 0: no thread needed; 1: needed;
+ * runtime initialises and only switched off later. dumper_needed_changed
+ * forgets the answer: at configuration, when procs installs a signal
+ * dump's handler, when the thread stops or cannot start, and in a fork
+ * child. The timeline dropping its ring does not call it: a stale "yes"
+ * costs only the checks below. -1: to be asked again; 0: no thread needed; 1: needed;
  * 2: needed, running in this process, and no trigger watches samples
  * (every_bytes, peak, the timeline's peak snapshots), which with the
  * default options (the signal dumps' thread) leaves a sample nothing to
