@@ -583,8 +583,10 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 		rc = add_samples(p, in, in->with_mappings ? &maps : NULL);
 	if (rc == 0)
 		rc = add_process(p, in);
-	if (rc == 0)
+	if (rc == 0) {
+		table_flush(in->table);
 		rc = add_hist(p, in->a, "alloc_size", in->table->hist_size);
+	}
 	if (rc == 0)
 		rc = add_hist(p, in->a, "lifetime_ns", in->table->hist_lifetime);
 	if (rc == 0 && in->warning)

@@ -209,6 +209,7 @@ static ap_lt_bin *to_lt_bins(arena *a, const life_bins *lb, size_t *n)
 static void copy_freed(stack_table *t, lt_build *b)
 {
 	table_lock(t);
+	table_flush_locked(t);
 	for (const site *s = t->all_sites; s && b->rc == 0; s = s->all_next) {
 		if (!s->life || !s->life->n)
 			continue;

@@ -1,9 +1,10 @@
 /*
  * lifebins.h: per-site lifetimes for Kaplan-Meier (docs/TIME.md,
  * "Lifetimes"): a weighted log-scale histogram of the lifetimes of a
- * site's freed sampled blocks, kept under the stack table's lock at each
- * free of a sampled block, and at dump time the same for the ages of the
- * blocks still alive (censored), from a walk of the live records (the
+ * site's freed sampled blocks, kept under the stack table's lock (each
+ * free of a sampled block is applied with the table's next batch of
+ * records, table_flush_locked), and at dump time the same for the ages of
+ * the blocks still alive (censored), from a walk of the live records (the
  * region's side table and the sampled set).
  *
  * A bin keeps the sums KM and the short-lived rate need: samples, sum w,

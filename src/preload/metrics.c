@@ -275,6 +275,7 @@ static int collect(const metrics_input *in, mset *m)
 	tot = t->tot;
 	tot.nstacks = t->nstacks;
 	tot.nsites = t->nsites;
+	table_flush_locked(t); /* the size histogram, read below */
 	table_unlock(t);
 	double rate = one_rate ? (double)in->period : 0;
 	add_view(m, &va, rate, rate_max, true);

@@ -198,6 +198,28 @@ static void apply(site_counts *c, double sign, double w, uint64_t size,
 	}
 }
 
+/* The lock makes the table the recorders' only writer: plain adds to a
+ * few cache lines, where the shared path's per-CPU stripes took seven
+ * atomic read-modify-writes and as many cache misses. */
+static void flush_sizes(stack_table *t)
+{
+	for (uint32_t i = 0; i < t->npend_size; i++)
+		ap_hist_recorder_add_weight(t->rec_size, t->pend_size[i].size,
+					    t->pend_size[i].w);
+	t->npend_size = 0;
+}
+
+static void flush_frees(stack_table *t)
+{
+	for (uint32_t i = 0; i < t->npend_free; i++) {
+		const struct table_pend_free *f = &t->pend_free[i];
+		if (f->s)
+			lifebins_add(t->a, &f->s->life, f->life_ns, f->w, f->size);
+		ap_hist_recorder_add_weight(t->rec_lifetime, f->life_ns, f->w);
+	}
+	t->npend_free = 0;
+}
+
 int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 		       uint64_t rate, const ap_sample_info *info,
 		       uint64_t usable, sample_rec *rec, table_totals *after)
@@ -225,10 +247,9 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 		after->nstacks = t->nstacks;
 		after->nsites = t->nsites;
 	}
-	/* The lock makes this the recorder's only writer: plain adds to a
-	 * few cache lines, where the shared path's per-CPU stripes took
-	 * seven atomic read-modify-writes and as many cache misses. */
-	ap_hist_recorder_add_weight(t->rec_size, info->size, w);
+	if (t->npend_size == TABLE_PEND)
+		flush_sizes(t);
+	t->pend_size[t->npend_size++] = (struct table_pend_size){ info->size, w };
 	pthread_mutex_unlock(&t->lock);
 	rec->site = s;
 	rec->weight = w;
@@ -249,12 +270,25 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 	t->tot.inuse_objects -= rec->weight;
 	t->tot.frees++;
 	if (now_ns >= rec->t_ns) {
-		if (t->life_on)
-			lifebins_add(t->a, &s->life, now_ns - rec->t_ns,
-				     rec->weight, rec->size);
-		ap_hist_recorder_add_weight(t->rec_lifetime, now_ns - rec->t_ns,
-					    rec->weight);
+		if (t->npend_free == TABLE_PEND)
+			flush_frees(t);
+		t->pend_free[t->npend_free++] = (struct table_pend_free){
+			t->life_on ? s : NULL, now_ns - rec->t_ns, rec->size,
+			rec->weight };
 	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void table_flush_locked(stack_table *t)
+{
+	flush_sizes(t);
+	flush_frees(t);
+}
+
+void table_flush(stack_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	table_flush_locked(t);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -341,6 +375,7 @@ void table_reset_alloc(stack_table *t)
 	t->tot.alloc_space = 0;
 	t->tot.alloc_objects = 0;
 	t->tot.samples = 0;
+	t->npend_size = 0; /* the parent's, like the rest of the view */
 	pthread_mutex_unlock(&t->lock);
 	ap_hist_reset(t->hist_size); /* HT-weighted sizes of allocations */
 }

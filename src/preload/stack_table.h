@@ -82,6 +82,9 @@ typedef struct table_totals {
 	size_t nstacks, nsites;
 } table_totals;
 
+/* Records a batch holds (stack_table.pend_*). */
+#define TABLE_PEND 32
+
 typedef struct stack_table {
 	pthread_mutex_t lock;
 	arena *a;
@@ -98,6 +101,21 @@ typedef struct stack_table {
 	 * writer at a time (snapshots of the histograms include them). */
 	ap_hist_recorder *rec_size, *rec_lifetime;
 	bool life_on;           /* per-site lifetime bins (lifebins.h) */
+	/* Records not yet in the histograms and lifetime bins, applied
+	 * TABLE_PEND at a time (table_flush_locked): a sample between two
+	 * others finds the recorders' and bins' cache lines (and their code)
+	 * evicted by the program, and one batch pays that once. Written under
+	 * the lock; every reader of those flushes first. */
+	uint32_t npend_size, npend_free;
+	struct table_pend_size {
+		uint64_t size;
+		double w;
+	} pend_size[TABLE_PEND];
+	struct table_pend_free {
+		struct site *s; /* NULL: no lifetime bins wanted */
+		uint64_t life_ns, size;
+		double w;
+	} pend_free[TABLE_PEND];
 } stack_table;
 
 /* Histogram precision: 2^-5 ~ 3% relative bucket width. */
@@ -149,7 +167,15 @@ void table_totals_get(stack_table *t, table_totals *tot);
  */
 void table_reset_alloc(stack_table *t);
 
-/* Fork handlers. */
+/*
+ * Apply the pending records to the size and lifetime histograms and the
+ * sites' lifetime bins: before reading any of them. _locked: the caller
+ * holds the table's lock (table_lock).
+ */
+void table_flush(stack_table *t);
+void table_flush_locked(stack_table *t);
+
+/* Fork handlers; also for readers that walk the sites themselves. */
 void table_lock(stack_table *t);
 void table_unlock(stack_table *t);
 

@@ -15,6 +15,7 @@
 #include "allocprof/profile.h"
 #include "aptest.h"
 #include "dump.h"
+#include "lifebins.h"
 #include "stack_table.h"
 
 static ap_sample_info info_for(uint64_t size, uint64_t offset, double rate)
@@ -234,6 +235,70 @@ AP_TEST(untracked_samples_leave_both_views_and_fork_resets_alloc)
 	table_record_free(&t, &r1, 0);
 	AP_CHECK_EQ_U64(s->inuse.samples, 0);
 	AP_CHECK_EQ_U64(s->alloc.samples, 0);
+}
+
+/* Count in a histogram, read as a dump or a scrape reads it: flushed. */
+static uint64_t hist_count(stack_table *t, ap_hist *h)
+{
+	table_flush(t);
+	ap_hist_snap *s = NULL;
+	if (ap_hist_snapshot(h, NULL, &s) != 0)
+		return UINT64_MAX;
+	uint64_t n = ap_hist_snap_count(s);
+	ap_hist_snap_destroy(s);
+	return n;
+}
+
+/*
+ * The histograms and lifetime bins take records in batches of TABLE_PEND:
+ * none is lost or counted twice across several batches and a partial one,
+ * each lifetime lands in its own site's bins, and a fork child's reset
+ * drops the parent's pending sizes with the rest of the alloc view.
+ */
+AP_TEST(batched_histogram_and_lifetime_records_are_all_applied_once)
+{
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	t.life_on = true;
+	ap_sample_info in = info_for(100, 0, 1);
+	in.weight = 1;
+	in.prob = 1;
+	enum { N = 3 * TABLE_PEND + 5 };
+	sample_rec r[N];
+	for (int i = 0; i < N; i++) {
+		const uintptr_t *stk = i % 2 ? stack_a : stack_b;
+		AP_CHECK_EQ_INT(table_record_alloc(&t, stk, i % 2 ? 3 : 1, 1, &in,
+						   112, &r[i], NULL), 0);
+		r[i].t_ns = 1000;
+	}
+	AP_CHECK_EQ_U64(hist_count(&t, t.hist_size), N);
+	AP_CHECK_EQ_U64(hist_count(&t, t.hist_size), N); /* a flush is idempotent */
+	/* Lifetimes 1..N ns: stack_a's blocks (odd i) lived i + 1. */
+	for (int i = 0; i < N; i++)
+		table_record_free(&t, &r[i], 1000 + (uint64_t)i + 1);
+	AP_CHECK_EQ_U64(hist_count(&t, t.hist_lifetime), N);
+	for (int k = 0; k < 2; k++) {
+		const life_bins *b = r[k].site->life;
+		AP_CHECK(b != NULL);
+		uint64_t n = 0;
+		double w = 0;
+		for (uint32_t i = 0; i < b->n; i++) {
+			n += lifebins_at(b, i)->n;
+			w += lifebins_at(b, i)->w;
+		}
+		uint64_t want = k ? N / 2 : N - N / 2; /* odd i : even i */
+		AP_CHECK_EQ_U64(n, want);
+		AP_CHECK(w == (double)want);
+	}
+	/* A partial batch of sizes, then the fork child's reset. */
+	for (int i = 0; i < 5; i++)
+		AP_CHECK_EQ_INT(table_record_alloc(&t, stack_b, 1, 1, &in, 112,
+						   &r[i], NULL), 0);
+	table_reset_alloc(&t);
+	AP_CHECK_EQ_U64(hist_count(&t, t.hist_size), 0);
+	AP_CHECK_EQ_U64(hist_count(&t, t.hist_lifetime), N);
 }
 
 /* ---- the profile ------------------------------------------------------------ */
