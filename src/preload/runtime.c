@@ -57,8 +57,11 @@ runtime rt;
 _Atomic uint64_t rt_unwind_ns;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
 uint16_t rt_set_filter[SET_FILTER_SIZE];
+/* The set's writers take the stack table's lock (sampled_set.h): a
+ * sample's record and entry, and a sampled free's, under one lock. */
 sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = PTHREAD_MUTEX_INITIALIZER,
+		       .mu = &rt.table.lock,
 		       .filter = rt_set_filter };
 region rt_region;
 
@@ -105,8 +108,7 @@ static void fork_prepare(void)
 	rt_tls.forksave = rt_enter();
 	pthread_mutex_lock(&rt.dump_lock);
 	dump_retired_lock();
-	table_lock(&rt.table);
-	set_lock_all(&rt_set);
+	table_lock(&rt.table); /* also the set's (rt_set.mu) */
 	arena_lock(&rt.a);
 	region_lock(&rt_region);
 }
@@ -115,7 +117,6 @@ static void fork_parent(void)
 {
 	region_unlock(&rt_region);
 	arena_unlock(&rt.a);
-	set_unlock_all(&rt_set);
 	table_unlock(&rt.table);
 	dump_retired_unlock();
 	pthread_mutex_unlock(&rt.dump_lock);
@@ -128,8 +129,7 @@ void rt_adopt_child(void)
 	 * parent's thread, whose id the child does not have. */
 	region_reset_lock(&rt_region);
 	arena_reset_lock(&rt.a);
-	set_reset_lock(&rt_set);
-	pthread_mutex_init(&rt.table.lock, NULL);
+	pthread_mutex_init(&rt.table.lock, NULL); /* also the set's */
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	dump_retired_reset_lock();
 	boot_scratch_atfork_child();
@@ -401,23 +401,25 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 					    : rt_real.malloc_usable_size(p);
 		sample_rec rec;
 		table_totals after;
-		if (table_record_alloc(&rt.table, pcs, depth, info->rate,
-				       info, usable, &rec, &after) == 0) {
-			rec.t_ns = monotonic_ns();
-			bool kept;
-			if (in_region) {
+		bool kept = false;
+		uint64_t now = monotonic_ns();
+		table_lock(&rt.table); /* and the set's: rt_set.mu */
+		if (table_record_alloc_locked(&rt.table, pcs, depth, info->rate,
+					      info, usable, &rec, &after) == 0) {
+			rec.t_ns = now;
+			if (in_region)
 				kept = region_set_rec(&rt_region, p, &rec);
-			} else {
-				kept = set_insert(&rt_set, p, &rec) == 0;
-			}
-			if (!kept) {
-				/* Untrackable (its free would go unseen): out
-				 * of both views, alloc and in-use alike. */
-				table_record_drop(&rt.table, &rec);
-			} else {
-				dumper_after_sample(&after);
-				http_runtime_after_sample();
-			}
+			else
+				kept = set_insert_locked(&rt_set, p, &rec) == 0;
+			/* Untrackable (its free would go unseen): out of
+			 * both views, alloc and in-use alike. */
+			if (!kept)
+				table_record_drop_locked(&rt.table, &rec);
+		}
+		table_unlock(&rt.table);
+		if (kept) {
+			dumper_after_sample(&after);
+			http_runtime_after_sample();
 		}
 	}
 	errno = e;
@@ -427,10 +429,13 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 static void rt_free_sampled(void *p)
 {
 	sample_rec rec;
+	uint64_t now = monotonic_ns();
 	uint64_t m = rt_enter();
-	bool found = set_remove(&rt_set, p, &rec);
+	table_lock(&rt.table); /* and the set's: rt_set.mu */
+	bool found = set_remove_locked(&rt_set, p, &rec);
 	if (found && rec.site)
-		table_record_free(&rt.table, &rec, monotonic_ns());
+		table_record_free_locked(&rt.table, &rec, now);
+	table_unlock(&rt.table);
 	rt_leave(m);
 	rt_real.free(p);
 }

@@ -39,6 +39,7 @@ void set_init(sampled_set *s, uint16_t *filter)
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->keys, set_empty_table.keys);
 	pthread_mutex_init(&s->lock, NULL);
+	s->mu = &s->lock;
 	s->filter = filter;
 }
 
@@ -182,19 +183,16 @@ static int rehash(sampled_set *s, size_t want_live)
 	return 0;
 }
 
-int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
+int set_insert_locked(sampled_set *s, const void *p, const sample_rec *rec)
 {
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return AP_EINVAL;
-	pthread_mutex_lock(&s->lock);
 	set_table *t = set_current(s, memory_order_relaxed);
 	if (t == &set_empty_table || t->used + 1 > (t->mask + 1) / 2) {
 		int rc = rehash(s, atomic_load_explicit(&t->live, memory_order_relaxed) + 1);
-		if (rc != 0) {
-			pthread_mutex_unlock(&s->lock);
+		if (rc != 0)
 			return rc;
-		}
 		t = set_current(s, memory_order_relaxed);
 	}
 	size_t i = set_slot(t, key);
@@ -208,8 +206,15 @@ int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 	if (k == KEY_EMPTY)
 		t->used++;
 	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
+{
+	pthread_mutex_lock(s->mu);
+	int rc = set_insert_locked(s, p, rec);
+	pthread_mutex_unlock(s->mu);
+	return rc;
 }
 
 /* Index of key in t, or SIZE_MAX. Writers only. */
@@ -227,18 +232,15 @@ static size_t find(const set_table *t, uintptr_t key)
 	return SIZE_MAX;
 }
 
-bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
+bool set_remove_locked(sampled_set *s, const void *p, sample_rec *rec_out)
 {
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return false;
-	pthread_mutex_lock(&s->lock);
 	set_table *t = set_current(s, memory_order_relaxed);
 	size_t i = find(t, key);
-	if (i == SIZE_MAX) {
-		pthread_mutex_unlock(&s->lock);
+	if (i == SIZE_MAX)
 		return false;
-	}
 	if (rec_out)
 		*rec_out = t->recs[i];
 	filter_count(s, key, -1);
@@ -261,8 +263,15 @@ bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
 	 * misses, the free fast path, stay short. Rare by construction. */
 	if (t->used >= (t->mask + 1) / 4 && live * 2 < t->used - live)
 		rehash(s, live);
-	pthread_mutex_unlock(&s->lock);
 	return true;
+}
+
+bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
+{
+	pthread_mutex_lock(s->mu);
+	bool found = set_remove_locked(s, p, rec_out);
+	pthread_mutex_unlock(s->mu);
+	return found;
 }
 
 bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
@@ -270,21 +279,21 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return false;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(s->mu);
 	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t i = find(t, key);
 	if (i != SIZE_MAX)
 		*rec_out = t->recs[i];
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(s->mu);
 	return i != SIZE_MAX;
 }
 
 size_t set_tombstones(sampled_set *s)
 {
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(s->mu);
 	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t n = t->used - atomic_load_explicit(&t->live, memory_order_relaxed);
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(s->mu);
 	return n;
 }
 
@@ -302,26 +311,21 @@ size_t set_capacity(const sampled_set *s)
 
 size_t set_mapped_bytes(sampled_set *s)
 {
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(s->mu);
 	const set_table *t = set_current(s, memory_order_acquire);
 	size_t n = t == &set_empty_table ? 0 : t->map_len;
 	for (size_t i = 0; i < s->nretired; i++)
 		n += s->retired[i]->map_len;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(s->mu);
 	return n;
 }
 
 void set_lock_all(sampled_set *s)
 {
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(s->mu);
 }
 
 void set_unlock_all(sampled_set *s)
 {
-	pthread_mutex_unlock(&s->lock);
-}
-
-void set_reset_lock(sampled_set *s)
-{
-	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_unlock(s->mu);
 }

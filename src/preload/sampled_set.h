@@ -8,8 +8,8 @@
  * pointer plus, almost always, one cache line of keys.
  *
  * Writers (a sampled allocation's insert, its free's remove) are serialised
- * by one mutex: they are already on the sampled slow path, which serialises
- * on the stack table anyway, and a single writer at a time is what makes
+ * by one mutex (in the runtime the stack table's, which the sampled slow
+ * path takes anyway: sampled_set.mu), and a single writer at a time is what makes
  * tombstone-free deletion safe. A removed slot becomes empty, not a
  * tombstone, whenever the next slot is empty (no probe chain can pass
  * through it then), and tombstones just before it are emptied with it; only
@@ -96,7 +96,12 @@ typedef struct sampled_set {
 	 * the free() fast path indexes it with no displacement; set_header
 	 * gets back to the table. */
 	_Atomic uintptr_t *_Atomic keys;
-	pthread_mutex_t lock;       /* serialises writers and copies */
+	pthread_mutex_t lock;       /* serialises writers and copies, */
+	pthread_mutex_t *mu;        /* unless mu points elsewhere: the lock
+				     * writers take (&lock after set_init;
+				     * the runtime shares its stack table's,
+				     * so that a sample takes one lock for
+				     * its record and its entry) */
 	set_table *retired[SET_MAX_RETIRED];
 	size_t nretired;
 	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
@@ -186,6 +191,9 @@ int set_insert(sampled_set *s, const void *p, const sample_rec *rec);
  * (a concurrent remove of the same p, i.e. a double free, or never sampled).
  */
 bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out);
+/* The same, for a caller that holds *s->mu. */
+int set_insert_locked(sampled_set *s, const void *p, const sample_rec *rec);
+bool set_remove_locked(sampled_set *s, const void *p, sample_rec *rec_out);
 /* Copy p's record without removing it (for its owner). true if present. */
 bool set_get(sampled_set *s, const void *p, sample_rec *rec_out);
 /* Number of live entries (approximate while writers run). */
@@ -200,11 +208,10 @@ size_t set_mapped_bytes(sampled_set *s);
 /* Slots currently holding tombstones (for tests and statistics). */
 size_t set_tombstones(sampled_set *s);
 
-/* Fork handlers: hold / release the writers' lock around fork(). */
+/* Hold / release the writers' lock (*s->mu): for a walk over the live
+ * records. (The runtime's fork handlers hold it as the stack table's.) */
 void set_lock_all(sampled_set *s);
 void set_unlock_all(sampled_set *s);
-/* In a fork child: reinitialise the lock (the parent's holders are gone). */
-void set_reset_lock(sampled_set *s);
 
 /* Time source for the grace period (CLOCK_MONOTONIC ns). */
 uint64_t set_now_ns(void);

@@ -220,19 +220,16 @@ static void flush_frees(stack_table *t)
 	t->npend_free = 0;
 }
 
-int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
-		       uint64_t rate, const ap_sample_info *info,
-		       uint64_t usable, sample_rec *rec, table_totals *after)
+int table_record_alloc_locked(stack_table *t, const uintptr_t *pcs, int depth,
+			      uint64_t rate, const ap_sample_info *info,
+			      uint64_t usable, sample_rec *rec, table_totals *after)
 {
 	double w = info->weight;
 	uint64_t u = info->size - info->offset;
-	pthread_mutex_lock(&t->lock);
 	stack *stk = intern_stack(t, pcs, depth);
 	site *s = stk ? find_site(t, stk, info->size, rate) : NULL;
-	if (!s) {
-		pthread_mutex_unlock(&t->lock);
+	if (!s)
 		return AP_ENOMEM;
-	}
 	apply(&s->alloc, 1.0, w, info->size, u, usable);
 	apply(&s->inuse, 1.0, w, info->size, u, usable);
 	t->tot.alloc_space += w * (double)info->size;
@@ -250,7 +247,6 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 	if (t->npend_size == TABLE_PEND)
 		flush_sizes(t);
 	t->pend_size[t->npend_size++] = (struct table_pend_size){ info->size, w };
-	pthread_mutex_unlock(&t->lock);
 	rec->site = s;
 	rec->weight = w;
 	rec->size = info->size;
@@ -259,12 +255,21 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 	return 0;
 }
 
-void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
+int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
+		       uint64_t rate, const ap_sample_info *info,
+		       uint64_t usable, sample_rec *rec, table_totals *after)
+{
+	pthread_mutex_lock(&t->lock);
+	int rc = table_record_alloc_locked(t, pcs, depth, rate, info, usable, rec, after);
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+void table_record_free_locked(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 {
 	site *s = rec->site;
 	if (!s)
 		return;
-	pthread_mutex_lock(&t->lock);
 	apply(&s->inuse, -1.0, rec->weight, rec->size, rec->u, rec->usable);
 	t->tot.inuse_space -= rec->weight * (double)rec->size;
 	t->tot.inuse_objects -= rec->weight;
@@ -276,6 +281,12 @@ void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 			t->life_on ? s : NULL, now_ns - rec->t_ns, rec->size,
 			rec->weight };
 	}
+}
+
+void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
+{
+	pthread_mutex_lock(&t->lock);
+	table_record_free_locked(t, rec, now_ns);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -349,12 +360,11 @@ void table_totals_get(stack_table *t, table_totals *tot)
 	pthread_mutex_unlock(&t->lock);
 }
 
-void table_record_drop(stack_table *t, const sample_rec *rec)
+void table_record_drop_locked(stack_table *t, const sample_rec *rec)
 {
 	site *s = rec->site;
 	if (!s)
 		return;
-	pthread_mutex_lock(&t->lock);
 	apply(&s->alloc, -1.0, rec->weight, rec->size, rec->u, rec->usable);
 	apply(&s->inuse, -1.0, rec->weight, rec->size, rec->u, rec->usable);
 	double b = rec->weight * (double)rec->size;
@@ -364,6 +374,12 @@ void table_record_drop(stack_table *t, const sample_rec *rec)
 	t->tot.inuse_objects -= rec->weight;
 	if (t->tot.samples > 0)
 		t->tot.samples--;
+}
+
+void table_record_drop(stack_table *t, const sample_rec *rec)
+{
+	pthread_mutex_lock(&t->lock);
+	table_record_drop_locked(t, rec);
 	pthread_mutex_unlock(&t->lock);
 }
 

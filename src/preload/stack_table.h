@@ -27,8 +27,9 @@
  * (the last three feed the effective-sample-size rule of estimate.h's
  * ap_row_* intervals; ap_sample_terms_of gives all the terms).
  *
- * One mutex guards the table: only sampled allocations and frees of sampled
- * pointers come here, and the unwinding they already did costs far more.
+ * One mutex guards the table, and the runtime's sampled set with it
+ * (sampled_set.h): only sampled allocations and frees of sampled pointers
+ * come here, and the unwinding they already did costs far more.
  * Tables, stacks and sites come from the runtime's arena, never from malloc.
  */
 #ifndef AP_PRELOAD_STACK_TABLE_H
@@ -148,6 +149,15 @@ void table_record_drop(stack_table *t, const sample_rec *rec);
 
 /* Take a freed sampled allocation out of the inuse view (now_ns: free time). */
 void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns);
+
+/* The three above, for a caller that holds the table's lock (table_lock):
+ * the runtime's sampled set shares it (sampled_set.h), so a sampled
+ * allocation or free takes one lock for its record and its entry. */
+int table_record_alloc_locked(stack_table *t, const uintptr_t *pcs, int depth,
+			      uint64_t rate, const ap_sample_info *info,
+			      uint64_t usable, sample_rec *rec, table_totals *after);
+void table_record_drop_locked(stack_table *t, const sample_rec *rec);
+void table_record_free_locked(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 
 /*
  * Copy every site into an array from the arena (*out, freed with
