@@ -533,8 +533,7 @@ static bool region_release(void *p)
 	return found;
 }
 
-/* rt_classify, inline for rt_free_slow. */
-static inline enum rt_owner classify(const void *p)
+enum rt_owner rt_classify(const void *p)
 {
 	/* p's eighth of its granule first, on the word the caller has
 	 * usually just read: the program's blocks near a sampled one (about
@@ -549,25 +548,27 @@ static inline enum rt_owner classify(const void *p)
 	return RT_OWNER_NONE;
 }
 
-enum rt_owner rt_classify(const void *p)
-{
-	return classify(p);
-}
-
+/* rt_classify's cases in another order: the set first. By default (no
+ * range) every block that gets past the eighth's bit is a set entry or
+ * the program's, and the pool's and the range's bounds are two more
+ * cache lines a sampled free need not read. (A set entry is never a
+ * range block, so the order changes no answer.) */
 void rt_free_slow(void *p)
 {
-	switch (classify(p)) {
-	case RT_OWNER_RANGE:
-		if (boot_in_pool(p))
-			return; /* never the real allocator's; not reused */
+	if (!rt_maybe_key(p)) {
+		rt_real.free(p);
+		return;
+	}
+	if (set_contains(&rt_set, p)) {
+		rt_free_sampled(p);
+		return;
+	}
+	if (boot_in_pool(p))
+		return; /* never the real allocator's; not reused */
+	if (region_contains(&rt_region, p)) {
 		if (!region_release(p))
 			bad_range_pointer("free", p);
 		return;
-	case RT_OWNER_SET:
-		rt_free_sampled(p);
-		return;
-	case RT_OWNER_NONE:
-		break;
 	}
 	rt_real.free(p);
 }
