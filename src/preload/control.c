@@ -13,9 +13,8 @@
 #include "allocprof/options.h"
 #include "unwinder.h"
 
-_Atomic uint32_t rt_rate_gen;
-static _Atomic uint64_t active_rate; /* 0: off */
-/* active_rate once every listed thread has been sent to its slow path:
+/* rt.hot.rate_gen and rt.hot.active_rate (0: off) are this file's. */
+/* rt.hot.active_rate once every listed thread has been sent to its slow path:
  * what ap_runtime_get_totals reports, so a thread that sees sampling on
  * has its own counter re-armed already. */
 static _Atomic uint64_t published_rate;
@@ -71,15 +70,15 @@ int control_init(void)
 		/* dormant; start_on= starts at rate= (the default after off) */
 		if (rt.opt.rate == 0)
 			rt.opt.rate = AP_SAMPLER_DEFAULT_RATE;
-		atomic_store(&active_rate, 0);
+		atomic_store(&rt.hot.active_rate, 0);
 	} else {
-		atomic_store(&active_rate, rt.opt.rate);
+		atomic_store(&rt.hot.active_rate, rt.opt.rate);
 		atomic_store(&published_rate, rt.opt.rate);
 		atomic_store(&ever_on, true);
 	}
 	if (rt.opt.start_on)
 		dumper_install_handler(rt.opt.start_on, on_start_signal, "the start_on");
-	if (!reg_ok && !atomic_load(&active_rate)) {
+	if (!reg_ok && !atomic_load(&rt.hot.active_rate)) {
 		rt_log("no thread registry (pthread_key_create failed): "
 		       "rate=off cannot be turned on");
 		return AP_ENOMEM;
@@ -89,7 +88,7 @@ int control_init(void)
 
 bool control_on(void)
 {
-	return atomic_load_explicit(&active_rate, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&rt.hot.active_rate, memory_order_relaxed) != 0;
 }
 
 bool control_ever_on(void)
@@ -104,8 +103,8 @@ uint64_t control_rate(void)
 
 bool control_sync(rt_thread *t)
 {
-	t->gen = atomic_load(&rt_rate_gen);
-	uint64_t r = atomic_load(&active_rate);
+	t->gen = atomic_load(&rt.hot.rate_gen);
+	uint64_t r = atomic_load(&rt.hot.active_rate);
 	if (!r) {
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 		return false;
@@ -133,8 +132,8 @@ void control_thread_added(rt_thread *t)
 	}
 	/* Read after listing: a change made before we were listed is seen
 	 * here, one made after finds us in the list. */
-	t->gen = atomic_load(&rt_rate_gen);
-	if (!atomic_load(&active_rate))
+	t->gen = atomic_load(&rt.hot.rate_gen);
+	if (!atomic_load(&rt.hot.active_rate))
 		t->sampler.bytes_until_sample = (int64_t)AP_SAMPLER_GAP_MAX;
 }
 
@@ -143,7 +142,7 @@ void control_thread_added(rt_thread *t)
  * store of ours lost to an allocation in flight). */
 static void poke(bool all)
 {
-	uint32_t g = atomic_load(&rt_rate_gen);
+	uint32_t g = atomic_load(&rt.hot.rate_gen);
 	pthread_mutex_lock(&reg_lock);
 	for (rt_thread *t = reg_head; t; t = t->reg_next) {
 		if (__atomic_load_n(&t->gen, __ATOMIC_RELAXED) == g)
@@ -158,8 +157,8 @@ static void poke(bool all)
 
 static void change(uint64_t r)
 {
-	atomic_store(&active_rate, r);
-	atomic_fetch_add(&rt_rate_gen, 1);
+	atomic_store(&rt.hot.active_rate, r);
+	atomic_fetch_add(&rt.hot.rate_gen, 1);
 	poke(true);
 	atomic_store(&published_rate, r);
 	struct timespec ms = { 0, 1000000 };

@@ -34,9 +34,8 @@
 
 #define CONTROL_REPOKE 3
 
-/* The generation of the sampling state; a thread whose rt_thread.gen
- * differs must call control_sync. */
-extern RT_HIDDEN _Atomic uint32_t rt_rate_gen;
+/* The generation of the sampling state is rt.hot.rate_gen; a thread whose
+ * rt_thread.gen differs must call control_sync. */
 
 /* At initialisation (guard set, options parsed): rate=off (rt.opt.rate 0)
  * makes the runtime dormant, to start at the default rate; start_on=SIG

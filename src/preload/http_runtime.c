@@ -25,8 +25,8 @@ static http_server *server;
 /* The port file this process wrote, removed when its endpoint stops. */
 static char portfile_written[RT_PATH_CAP];
 static char portfile_line[96];
-/* Set in a fork child that should start its own server (see .h). */
-static atomic_bool child_restart;
+/* rt.hot.http_child_restart: set in a fork child that should start its
+ * own server (see .h). */
 
 static void server_thread_init(void)
 {
@@ -123,16 +123,16 @@ void http_runtime_atfork_child(void)
 	portfile_written[0] = '\0'; /* the parent's, not ours to remove */
 	/* Only a child that can be found (its own port file, named by %p)
 	 * serves: one nobody can reach would only cost a thread and a port. */
-	atomic_store(&child_restart, rt.opt.fork_mode == RT_FORK_FOLLOW &&
+	atomic_store(&rt.hot.http_child_restart, rt.opt.fork_mode == RT_FORK_FOLLOW &&
 					     rt.opt.http.enabled && rt.opt.http.port == 0 &&
 					     strstr(rt.opt.http_portfile, "%p") != NULL);
 }
 
 void http_runtime_after_sample(void)
 {
-	if (AP_LIKELY(!atomic_load_explicit(&child_restart, memory_order_relaxed)))
+	if (AP_LIKELY(!atomic_load_explicit(&rt.hot.http_child_restart, memory_order_relaxed)))
 		return;
-	if (!atomic_exchange(&child_restart, false))
+	if (!atomic_exchange(&rt.hot.http_child_restart, false))
 		return; /* another thread of the child got here first */
 	http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
 }

@@ -51,7 +51,9 @@
 #include "push.h"
 #include "unwinder.h"
 
-runtime rt;
+/* Aligned so that its state and hot flags are one cache line. */
+runtime rt __attribute__((aligned(64)));
+_Static_assert(offsetof(runtime, opt) <= 64, "rt.state and rt.hot share a line");
 /* Nanoseconds spent unwinding, for the HTTP endpoint's /metrics; counted
  * only while the endpoint is on (two clock reads per sample). */
 _Atomic uint64_t rt_unwind_ns;
@@ -337,7 +339,7 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			return false;
 		}
 	}
-	bool drawn = rt_table_on && t->ready;
+	bool drawn = rt.hot.table_on && t->ready;
 	if (drawn) {
 		/* sample_table=: most successes are thinned away, so decide
 		 * before the signal mask's system calls. Only the guard is
@@ -356,7 +358,7 @@ bool rt_sample_begin(size_t n, ap_sample_info *info)
 			rt_leave(m);
 			return false;
 		}
-	} else if (AP_UNLIKELY(t->gen != atomic_load_explicit(&rt_rate_gen,
+	} else if (AP_UNLIKELY(t->gen != atomic_load_explicit(&rt.hot.rate_gen,
 							      memory_order_relaxed) ||
 				 !control_on())) {
 		/* Sampling was turned on, off or re-rated (control.h); a

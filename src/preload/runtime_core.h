@@ -72,7 +72,7 @@ typedef struct rt_thread {
  * it. So entering and leaving cost no system call. A caught asynchronous
  * signal whose handler is not wrapped (installed before the runtime in a
  * way it could not see, or with SA_RESETHAND) sets a bit in
- * rt_sigs_unwrapped, and while any is set rt_enter blocks the asynchronous
+ * rt.hot.sigs_unwrapped, and while any is set rt_enter blocks the asynchronous
  * signals instead (one rt_sigprocmask each way). Synchronous signals
  * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) and glibc's
  * internal ones (32, 33) are neither wrapped nor blocked: a fault must
@@ -91,7 +91,6 @@ void rt_sigs_restore(uint64_t old);
 /* Unblock the signals held back on this thread (guard back at zero). */
 void rt_sigs_release(void);
 /* Caught asynchronous signals whose handler is not wrapped (bit s - 1). */
-extern _Atomic uint64_t rt_sigs_unwrapped;
 /* rt_enter's "no mask to restore": the kernel never blocks SIGKILL, so no
  * saved mask has every bit set. */
 #define RT_SIGS_NONE UINT64_MAX
@@ -104,8 +103,24 @@ void rt_sig_wrap_existing(int (*real)(int, const struct sigaction *, struct siga
 
 enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
 
+/*
+ * The flags a sample reads outside its own tables, kept together on the
+ * runtime's first cache line with its state: spread over five lines in as
+ * many files, each was a miss at every sample once the program's own work
+ * had evicted it. All are written rarely (start-up, control changes,
+ * signal handler changes, fork).
+ */
+typedef struct rt_hot_flags {
+	_Atomic uint32_t rate_gen;       /* control.h: bumped at each change */
+	bool table_on;                   /* sample_table_rt.h: set at init */
+	atomic_bool http_child_restart;  /* http_runtime.c: a fork child's */
+	_Atomic uint64_t active_rate;    /* control.c: 0 = off */
+	_Atomic uint64_t sigs_unwrapped; /* sigmask.c (above) */
+} rt_hot_flags;
+
 typedef struct runtime {
 	_Atomic int state;
+	rt_hot_flags hot; /* with state, the first 64 bytes of rt */
 	rt_options opt;
 	arena a;
 	stack_table table;
@@ -182,7 +197,7 @@ extern RT_HIDDEN const char *rt_attach_options;
 static inline uint64_t rt_enter(void)
 {
 	uint64_t old = RT_SIGS_NONE;
-	if (atomic_load_explicit(&rt_sigs_unwrapped, memory_order_relaxed))
+	if (atomic_load_explicit(&rt.hot.sigs_unwrapped, memory_order_relaxed))
 		old = rt_sigs_block();
 	rt_tls.guard++;
 	atomic_signal_fence(memory_order_seq_cst);

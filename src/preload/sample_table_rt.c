@@ -19,12 +19,12 @@
 
 #include "allocprof/sample_table.h"
 #include "log.h"
+#include "runtime_core.h"
 
 /* Larger files are refused: a table of AP_SAMPLE_TABLE_MAX classes with a
  * comment per class is well under 200 KiB. */
 #define TABLE_FILE_MAX (1u << 20)
 
-bool rt_table_on;
 static ap_sample_table table;
 
 /* Map path and parse it into table; 0 or -1 with err filled. */
@@ -72,7 +72,7 @@ void rt_table_load(rt_options *o)
 	}
 	errno = e;
 	o->rate = table.base;
-	rt_table_on = true;
+	rt.hot.table_on = true;
 	if (o->verbose)
 		rt_log("sample_table=%s: base rate %llu, %zu classes",
 		       o->sample_table, (unsigned long long)table.base, table.n);
@@ -80,7 +80,7 @@ void rt_table_load(rt_options *o)
 
 void rt_table_sample(ap_sampler *s, size_t n, ap_sample_info *info)
 {
-	if (rt_table_on)
+	if (rt.hot.table_on)
 		ap_sampler_sample_at(s, n, ap_sample_table_rate(&table, n), info);
 	else
 		ap_sampler_sample(s, n, info);

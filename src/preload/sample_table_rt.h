@@ -11,8 +11,8 @@
 #include "allocprof/sampler.h"
 #include "config.h"
 
-/* True once a table is loaded (set at init, read-only afterwards). */
-extern bool rt_table_on;
+/* rt.hot.table_on: true once a table is loaded (set at init, read-only
+ * afterwards). */
 
 /*
  * At init, after the options: load o->sample_table (if set). On success

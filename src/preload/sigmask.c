@@ -13,7 +13,7 @@
  * any blocked signal (real-time signals keep every instance), until
  * rt_leave unblocks it: the handler then runs at once, outside the runtime.
  *
- * Not wrapped, and so counted in rt_sigs_unwrapped (rt_enter then blocks
+ * Not wrapped, and so counted in rt.hot.sigs_unwrapped (rt_enter then blocks
  * the asynchronous signals the old way): handlers with SA_RESETHAND (the
  * kernel would reset the trampoline, and a held-back signal would then take
  * the default action), and handlers seen installed that the runtime did
@@ -44,7 +44,8 @@ static const uint64_t rt_async_sigs =
 	  SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGABRT) | SIGBIT(32) |
 	  SIGBIT(33) | SIGBIT(SIGKILL) | SIGBIT(SIGSTOP));
 
-_Atomic uint64_t rt_sigs_unwrapped;
+/* The asynchronous signals whose handlers are not wrapped are in
+ * rt.hot.sigs_unwrapped (runtime_core.h). */
 
 uint64_t rt_sigs_block(void)
 {
@@ -203,9 +204,9 @@ int rt_sig_action(int sig, const struct sigaction *act, struct sigaction *old,
 		write_prog(sig, &before);
 	if (rc == 0 && act) {
 		if (wrap || !is_handler(act))
-			atomic_fetch_and(&rt_sigs_unwrapped, ~SIGBIT(sig));
+			atomic_fetch_and(&rt.hot.sigs_unwrapped, ~SIGBIT(sig));
 		else
-			atomic_fetch_or(&rt_sigs_unwrapped, SIGBIT(sig));
+			atomic_fetch_or(&rt.hot.sigs_unwrapped, SIGBIT(sig));
 	}
 	atomic_flag_clear(&wlock);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, sizeof m);
