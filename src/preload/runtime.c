@@ -62,7 +62,7 @@ uint16_t rt_set_filter[SET_FILTER_SIZE];
 /* The set's writers take the stack table's lock (sampled_set.h): a
  * sample's record and entry, and a sampled free's, under one lock. */
 sampled_set rt_set = { .keys = set_empty_table.keys,
-		       .lock = PTHREAD_MUTEX_INITIALIZER,
+		       .lock = RT_LOCK_INITIALIZER,
 		       .mu = &rt.table.lock,
 		       .filter = rt_set_filter };
 region rt_region;
@@ -131,7 +131,7 @@ void rt_adopt_child(void)
 	 * parent's thread, whose id the child does not have. */
 	region_reset_lock(&rt_region);
 	arena_reset_lock(&rt.a);
-	pthread_mutex_init(&rt.table.lock, NULL); /* also the set's */
+	rt_lock_init(&rt.table.lock); /* also the set's */
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	dump_retired_reset_lock();
 	boot_scratch_atfork_child();

@@ -38,7 +38,7 @@ void set_init(sampled_set *s, uint16_t *filter)
 {
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->keys, set_empty_table.keys);
-	pthread_mutex_init(&s->lock, NULL);
+	rt_lock_init(&s->lock);
 	s->mu = &s->lock;
 	s->filter = filter;
 }
@@ -211,9 +211,9 @@ int set_insert_locked(sampled_set *s, const void *p, const sample_rec *rec)
 
 int set_insert(sampled_set *s, const void *p, const sample_rec *rec)
 {
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 	int rc = set_insert_locked(s, p, rec);
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 	return rc;
 }
 
@@ -268,9 +268,9 @@ bool set_remove_locked(sampled_set *s, const void *p, sample_rec *rec_out)
 
 bool set_remove(sampled_set *s, const void *p, sample_rec *rec_out)
 {
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 	bool found = set_remove_locked(s, p, rec_out);
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 	return found;
 }
 
@@ -279,21 +279,21 @@ bool set_get(sampled_set *s, const void *p, sample_rec *rec_out)
 	uintptr_t key = (uintptr_t)p;
 	if (key <= KEY_TOMB)
 		return false;
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t i = find(t, key);
 	if (i != SIZE_MAX)
 		*rec_out = t->recs[i];
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 	return i != SIZE_MAX;
 }
 
 size_t set_tombstones(sampled_set *s)
 {
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 	const set_table *t = set_current(s, memory_order_relaxed);
 	size_t n = t->used - atomic_load_explicit(&t->live, memory_order_relaxed);
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 	return n;
 }
 
@@ -311,21 +311,21 @@ size_t set_capacity(const sampled_set *s)
 
 size_t set_mapped_bytes(sampled_set *s)
 {
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 	const set_table *t = set_current(s, memory_order_acquire);
 	size_t n = t == &set_empty_table ? 0 : t->map_len;
 	for (size_t i = 0; i < s->nretired; i++)
 		n += s->retired[i]->map_len;
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 	return n;
 }
 
 void set_lock_all(sampled_set *s)
 {
-	pthread_mutex_lock(s->mu);
+	rt_lock_acquire(s->mu);
 }
 
 void set_unlock_all(sampled_set *s)
 {
-	pthread_mutex_unlock(s->mu);
+	rt_lock_release(s->mu);
 }

@@ -56,13 +56,13 @@
 #ifndef AP_PRELOAD_SAMPLED_SET_H
 #define AP_PRELOAD_SAMPLED_SET_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "allocprof/common.h"
+#include "rt_lock.h"
 
 /* Recycling delay for retired tables: far above any free() fast path. */
 #define SET_GRACE_NS 2000000000ULL
@@ -96,8 +96,8 @@ typedef struct sampled_set {
 	 * the free() fast path indexes it with no displacement; set_header
 	 * gets back to the table. */
 	_Atomic uintptr_t *_Atomic keys;
-	pthread_mutex_t lock;       /* serialises writers and copies, */
-	pthread_mutex_t *mu;        /* unless mu points elsewhere: the lock
+	rt_lock lock;               /* serialises writers and copies, */
+	rt_lock *mu;                /* unless mu points elsewhere: the lock
 				     * writers take (&lock after set_init;
 				     * the runtime shares its stack table's,
 				     * so that a sample takes one lock for

@@ -47,7 +47,7 @@ static uint64_t hash_site(const stack *s, uint64_t size_class, uint64_t rate)
 int table_init(stack_table *t, arena *a)
 {
 	memset(t, 0, sizeof *t);
-	pthread_mutex_init(&t->lock, NULL);
+	rt_lock_init(&t->lock);
 	t->a = a;
 	t->gen = atomic_fetch_add(&table_gens, 1) + 1;
 	t->stacks = arena_alloc(a, INIT_BUCKETS * sizeof *t->stacks);
@@ -259,9 +259,9 @@ int table_record_alloc(stack_table *t, const uintptr_t *pcs, int depth,
 		       uint64_t rate, const ap_sample_info *info,
 		       uint64_t usable, sample_rec *rec, table_totals *after)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	int rc = table_record_alloc_locked(t, pcs, depth, rate, info, usable, rec, after);
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 	return rc;
 }
 
@@ -285,9 +285,9 @@ void table_record_free_locked(stack_table *t, const sample_rec *rec, uint64_t no
 
 void table_record_free(stack_table *t, const sample_rec *rec, uint64_t now_ns)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	table_record_free_locked(t, rec, now_ns);
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 }
 
 void table_flush_locked(stack_table *t)
@@ -298,9 +298,9 @@ void table_flush_locked(stack_table *t)
 
 void table_flush(stack_table *t)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	table_flush_locked(t);
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 }
 
 /*
@@ -325,11 +325,11 @@ static uint64_t site_size(const site *s)
 
 int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	size_t cnt = t->nsites;
 	site_snap *v = arena_alloc(t->a, (cnt ? cnt : 1) * sizeof *v);
 	if (!v) {
-		pthread_mutex_unlock(&t->lock);
+		rt_lock_release(&t->lock);
 		return AP_ENOMEM;
 	}
 	size_t i = 0;
@@ -345,7 +345,7 @@ int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot
 		tot->nstacks = t->nstacks;
 		tot->nsites = t->nsites;
 	}
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 	*out = v;
 	*n = i;
 	return 0;
@@ -353,11 +353,11 @@ int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot
 
 void table_totals_get(stack_table *t, table_totals *tot)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	*tot = t->tot;
 	tot->nstacks = t->nstacks;
 	tot->nsites = t->nsites;
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 }
 
 void table_record_drop_locked(stack_table *t, const sample_rec *rec)
@@ -378,30 +378,30 @@ void table_record_drop_locked(stack_table *t, const sample_rec *rec)
 
 void table_record_drop(stack_table *t, const sample_rec *rec)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	table_record_drop_locked(t, rec);
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 }
 
 void table_reset_alloc(stack_table *t)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 	for (site *s = t->all_sites; s; s = s->all_next)
 		memset(&s->alloc, 0, sizeof s->alloc);
 	t->tot.alloc_space = 0;
 	t->tot.alloc_objects = 0;
 	t->tot.samples = 0;
 	t->npend_size = 0; /* the parent's, like the rest of the view */
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 	ap_hist_reset(t->hist_size); /* HT-weighted sizes of allocations */
 }
 
 void table_lock(stack_table *t)
 {
-	pthread_mutex_lock(&t->lock);
+	rt_lock_acquire(&t->lock);
 }
 
 void table_unlock(stack_table *t)
 {
-	pthread_mutex_unlock(&t->lock);
+	rt_lock_release(&t->lock);
 }

@@ -35,7 +35,6 @@
 #ifndef AP_PRELOAD_STACK_TABLE_H
 #define AP_PRELOAD_STACK_TABLE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +43,7 @@
 #include "allocprof/profile.h"
 #include "allocprof/sampler.h"
 #include "arena.h"
+#include "rt_lock.h"
 #include "sampled_set.h"
 
 typedef struct stack {
@@ -87,7 +87,7 @@ typedef struct table_totals {
 #define TABLE_PEND 32
 
 typedef struct stack_table {
-	pthread_mutex_t lock;
+	rt_lock lock;
 	arena *a;
 	uint64_t gen;    /* this table's number in the process (1, 2, ...) */
 	stack **stacks;  /* hash buckets */
