@@ -13,10 +13,10 @@
 #include "allocprof/options.h"
 #include "unwinder.h"
 
-/* rt.hot.rate_gen and rt.hot.active_rate (0: off) are this file's. */
-/* rt.hot.active_rate once every listed thread has been sent to its slow path:
- * what ap_runtime_get_totals reports, so a thread that sees sampling on
- * has its own counter re-armed already. */
+/* rt.hot.rate_gen and rt.hot.active_rate (0: off) are this file's.
+ * published_rate is rt.hot.active_rate once every listed thread has been
+ * sent to its slow path: what ap_runtime_get_totals reports, so a thread
+ * that sees sampling on has its own counter re-armed already. */
 static _Atomic uint64_t published_rate;
 static atomic_bool ever_on;
 static atomic_bool start_req; /* start_on= signal received */

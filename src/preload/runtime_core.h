@@ -90,7 +90,6 @@ uint64_t rt_sigs_current(void); /* the thread's blocked signals, unchanged */
 void rt_sigs_restore(uint64_t old);
 /* Unblock the signals held back on this thread (guard back at zero). */
 void rt_sigs_release(void);
-/* Caught asynchronous signals whose handler is not wrapped (bit s - 1). */
 /* rt_enter's "no mask to restore": the kernel never blocks SIGKILL, so no
  * saved mask has every bit set. */
 #define RT_SIGS_NONE UINT64_MAX
@@ -105,8 +104,8 @@ enum rt_state { RT_NEW = 0, RT_BUSY = 1, RT_READY = 2, RT_OFF = 3 };
 
 /*
  * The flags a sample reads outside its own tables, kept together on the
- * runtime's first cache line with its state: spread over five lines in as
- * many files, each was a miss at every sample once the program's own work
+ * runtime's first cache line with its state: spread over five lines in
+ * four files, each was a miss at every sample once the program's own work
  * had evicted it. All are written rarely (start-up, control changes,
  * signal handler changes, fork).
  */
@@ -115,7 +114,9 @@ typedef struct rt_hot_flags {
 	bool table_on;                   /* sample_table_rt.h: set at init */
 	atomic_bool http_child_restart;  /* http_runtime.c: a fork child's */
 	_Atomic uint64_t active_rate;    /* control.c: 0 = off */
-	_Atomic uint64_t sigs_unwrapped; /* sigmask.c (above) */
+	/* sigmask.c (above): caught asynchronous signals whose handler is
+	 * not wrapped, bit s - 1 */
+	_Atomic uint64_t sigs_unwrapped;
 } rt_hot_flags;
 
 typedef struct runtime {
