@@ -49,7 +49,7 @@ AP_TEST(contended_lock_loses_no_update)
 	AP_CHECK_EQ_U64(atomic_load(&lock.word), 0);
 }
 
-AP_TEST(uncontended_lock_leaves_errno_and_the_word_alone)
+AP_TEST(release_frees_the_word_and_keeps_errno)
 {
 	rt_lock l;
 	rt_lock_init(&l);
