@@ -12,8 +12,8 @@
  *   range-check   the same loop plus design 2's test, one subtraction and
  *                 compare against an allocprof-owned address range
  *   filter-check  the same loop plus what the runtime's free does: the
- *                 counter of the pointer's 4 KiB granule in the set's
- *                 filter, and the set lookup when it is nonzero (the LIVE
+ *                 bit of the pointer's 4 KiB granule in the set's
+ *                 filter, and the set lookup when it is set (the LIVE
  *                 entries count in it, spread over the same 1 GiB)
  *   insert-remove N insert+remove pairs on top of LIVE entries (the cost a
  *                 sampled allocation and its free add to the set)
@@ -74,8 +74,8 @@ int main(int argc, char **argv)
 	if (n == 0)
 		return 1;
 	static sampled_set s;
-	static uint16_t filter[SET_FILTER_SIZE];
-	set_init(&s, filter);
+	static set_filter filter;
+	set_init(&s, &filter);
 	fill(&s, live);
 	uintptr_t *ptrs = make_pointers(n, 7);
 	uintptr_t acc = 0;
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 			acc += ptrs[i] + (ptrs[i] - base < len);
 	} else if (!strcmp(mode, "filter-check")) {
 		for (size_t i = 0; i < n; i++)
-			acc += ptrs[i] + (filter[set_filter_index(ptrs[i])] != 0 &&
+			acc += ptrs[i] + (set_filter_any(&filter, ptrs[i]) &&
 					  set_contains(&s, (const void *)ptrs[i]));
 	} else if (!strcmp(mode, "insert-remove")) {
 		sample_rec r;

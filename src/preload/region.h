@@ -214,7 +214,7 @@ typedef struct region {
 	uint64_t refused;      /* allocations that failed (exhausted etc.) */
 	uint32_t fail_commit;  /* test hook: the n-th next raise of the
 				  high-water mark fails (1 = next) */
-	uint16_t *claim;       /* NULL, or a granule filter in which pages
+	set_filter *claim;     /* NULL, or a granule filter in which pages
 				  are claimed (set_filter_claim) as they
 				  become accessible, before any is handed
 				  out */

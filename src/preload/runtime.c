@@ -58,13 +58,13 @@ _Static_assert(offsetof(runtime, opt) <= 64, "rt.state and rt.hot share a line")
  * only while the endpoint is on (two clock reads per sample). */
 _Atomic uint64_t rt_unwind_ns;
 __thread rt_thread rt_tls __attribute__((tls_model("initial-exec")));
-uint16_t rt_set_filter[SET_FILTER_SIZE];
+set_filter rt_set_filter;
 /* The set's writers take the stack table's lock (sampled_set.h): a
  * sample's record and entry, and a sampled free's, under one lock. */
 sampled_set rt_set = { .keys = set_empty_table.keys,
 		       .lock = RT_LOCK_INITIALIZER,
 		       .mu = &rt.table.lock,
-		       .filter = rt_set_filter };
+		       .filter = &rt_set_filter };
 region rt_region;
 
 /* The region's reservation: 64 GiB of address space (its side table, 64
@@ -189,12 +189,12 @@ static void reserve_range(void)
 {
 	if (region_init(&rt_region, RT_REGION_WANT, RT_REGION_MIN, BOOT_POOL_SIZE) == 0) {
 		boot_place_pool((void *)rt_region.base);
-		set_filter_claim(rt_set_filter, rt_region.base,
+		set_filter_claim(&rt_set_filter, rt_region.base,
 				 rt_region.base + (rt_region.prefix_pages << rt_region.page_shift));
-		rt_region.claim = rt_set_filter;
+		rt_region.claim = &rt_set_filter;
 	} else {
 		/* Design 1 for every sample; the range is the static pool. */
-		set_filter_claim(rt_set_filter, boot_static_pool(),
+		set_filter_claim(&rt_set_filter, boot_static_pool(),
 				 boot_static_pool() + BOOT_POOL_SIZE);
 	}
 }

@@ -34,8 +34,10 @@ uint64_t set_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-void set_init(sampled_set *s, uint16_t *filter)
+void set_init(sampled_set *s, set_filter *filter)
 {
+	/* Every field: a set on the stack starts as garbage (no retired
+	 * tables, no growths yet). */
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->keys, set_empty_table.keys);
 	rt_lock_init(&s->lock);
@@ -43,24 +45,42 @@ void set_init(sampled_set *s, uint16_t *filter)
 	s->filter = filter;
 }
 
-void set_filter_claim(uint16_t *filter, uintptr_t from, uintptr_t to)
+/* Granule g's bit in any[] on or off: a read-modify-write, since its
+ * neighbours' bits share the word and the region claims outside the
+ * set's mutex. Called only when word[g] changes between zero and not. */
+static void filter_mark(set_filter *f, size_t g, bool on)
+{
+	uint64_t m = (uint64_t)1 << (g & 63);
+	if (on)
+		__atomic_fetch_or(&f->any[g >> 6], m, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&f->any[g >> 6], ~m, __ATOMIC_RELAXED);
+}
+
+void set_filter_claim(set_filter *filter, uintptr_t from, uintptr_t to)
 {
 	if (to <= from)
 		return;
 	uintptr_t first = from >> SET_FILTER_SHIFT, last = (to - 1) >> SET_FILTER_SHIFT;
-	for (uintptr_t g = first; g <= last && g - first < SET_FILTER_SIZE; g++)
-		__atomic_store_n(&filter[g & (SET_FILTER_SIZE - 1)], (uint16_t)UINT16_MAX,
-				 __ATOMIC_RELAXED);
+	for (uintptr_t g = first; g <= last && g - first < SET_FILTER_SIZE; g++) {
+		size_t i = (size_t)(g & (SET_FILTER_SIZE - 1));
+		/* The word before the bit: a free that sees the bit goes on
+		 * to read the word (rt_classify). */
+		__atomic_store_n(&filter->word[i], (uint16_t)UINT16_MAX, __ATOMIC_RELAXED);
+		filter_mark(filter, i, true);
+	}
 }
 
 /* Count key in (+1, its eighth's bit set) or out (-1; the bits cleared
- * with the last key) of its granule's word; the set's mutex is held. A
- * saturated word stays (sampled_set.h). */
+ * with the last key) of its granule's word, and keep the granule's bit
+ * in any[] equal to word != 0; the set's mutex is held. A saturated word
+ * stays (sampled_set.h). */
 static void filter_count(sampled_set *s, uintptr_t key, int d)
 {
 	if (!s->filter)
 		return;
-	uint16_t *f = &s->filter[set_filter_index(key)];
+	size_t g = set_filter_index(key);
+	uint16_t *f = &s->filter->word[g];
 	uint16_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
 	unsigned n = c & SET_FILTER_COUNT;
 	if (c == UINT16_MAX || (d < 0 && n == 0))
@@ -72,6 +92,8 @@ static void filter_count(sampled_set *s, uintptr_t key, int d)
 	else
 		w = n == 1 ? 0 : (uint16_t)(c - 1);
 	__atomic_store_n(f, w, __ATOMIC_RELAXED);
+	if ((c == 0) != (w == 0))
+		filter_mark(s->filter, g, w != 0);
 }
 
 static size_t table_bytes(size_t cap)

@@ -30,28 +30,36 @@
  * usable size, allocation time) lives in a parallel array, read and written
  * only by the owner of the pointer.
  *
- * A set may carry a granule filter (the runtime's does): SET_FILTER_SIZE
- * 16-bit words, word set_filter_index(p) describing the live keys whose
- * 4 KiB granule (the low 32 bits of p >> SET_FILTER_SHIFT: the table
- * folds the address space every 4 GiB, which is what makes the index two
- * instructions, a 32-bit move and a shift) is p's. It is what lets free()
- * skip the set for almost every pointer with one load: a zero word means
- * no key can be p. Its low byte counts the granule's live keys; its high
- * byte has a bit for each 512-byte eighth of the granule where a live key
- * starts (set_filter_bit), set on insert and cleared, all together, only
- * when the count comes back to zero. So p can be a key only if its eighth's
- * bit is set, which the runtime tests first on its slow path (rt_classify),
- * on the word free() has just read: a sampled block shares its granule
+ * A set may carry a granule filter (the runtime's does), in two parts
+ * indexed by p's 4 KiB granule g = set_filter_index(p) (the low 32 bits
+ * of p >> SET_FILTER_SHIFT: the filter folds the address space every
+ * 4 GiB, which is what makes the index two instructions, a 32-bit move
+ * and a shift):
+ * - word[g], 16 bits describing the live keys whose granule is g. Its low
+ *   byte counts them; its high byte has a bit for each 512-byte eighth of
+ *   the granule where a live key starts (set_filter_bit), set on insert
+ *   and cleared, all together, only when the count comes back to zero.
+ * - bit g of any[], set exactly while word[g] is nonzero. This is what
+ *   free() reads: one bit per granule packs the granules of 2 MiB of
+ *   address space into a cache line, where the words put 128 KiB, so the
+ *   lines a program's frees read stay in the first-level cache (a heap of
+ *   1 GiB reads 32 KiB of bits, not 512 KiB of words).
+ * A clear bit means no key can be p, which lets free() skip the set for
+ * almost every pointer with one load. Behind a set bit, p can be a key
+ * only if its eighth's bit is set in word[g], which the runtime tests first
+ * on its slow path (rt_classify): a sampled block shares its granule
  * with dozens of the program's small blocks, and each of their frees
  * otherwise went on to the range's and the set's cache lines. Writers
- * update the word under the set's mutex, after storing the key on insert
- * and before clearing it on remove, with relaxed atomic stores; a reader is
- * only ever asked about its own pointer, whose insert happened-before, so
- * it sees its bit set while p is in the set. A word at 65535 (every bit)
- * stays there for good, which only costs lookups: set_filter_claim puts
- * the granules of the runtime's own range there, and a count reaching 255
- * does too (a granule holds up to 256 blocks of 16 bytes, and aliases
- * 4 GiB apart share its word).
+ * update both parts under the set's mutex, after storing the key on
+ * insert and before clearing it on remove, with relaxed atomics (the bit
+ * with a read-modify-write: neighbouring granules share its word, and
+ * set_filter_claim may run outside the mutex); a reader is only ever asked
+ * about its own pointer, whose insert happened-before, so it sees its
+ * bits set while p is in the set. A word at 65535 (every bit) stays there
+ * for good, which only costs lookups: set_filter_claim puts the granules
+ * of the runtime's own range there, and a count reaching 255 does too (a
+ * granule holds up to 256 blocks of 16 bytes, and aliases 4 GiB apart
+ * share its word).
  */
 #ifndef AP_PRELOAD_SAMPLED_SET_H
 #define AP_PRELOAD_SAMPLED_SET_H
@@ -105,16 +113,35 @@ typedef struct sampled_set {
 	set_table *retired[SET_MAX_RETIRED];
 	size_t nretired;
 	atomic_uint_fast64_t grows; /* statistics, for tests and benches */
-	uint16_t *filter;           /* NULL, or SET_FILTER_SIZE counters */
+	struct set_filter *filter;  /* NULL, or the granule filter (above) */
 } sampled_set;
 
-/* The granule filter (above): 2^20 counters of 4 KiB granules. */
+/* The granule filter (above): 2^20 granules of 4 KiB. */
 #define SET_FILTER_SHIFT 12u
 #define SET_FILTER_SIZE ((size_t)1 << (32 - SET_FILTER_SHIFT))
+
+typedef struct set_filter {
+	uint64_t any[SET_FILTER_SIZE / 64]; /* bit g: word[g] != 0 (128 KiB) */
+	uint16_t word[SET_FILTER_SIZE];     /* count and eighths (2 MiB) */
+} set_filter;
 
 static inline size_t set_filter_index(uintptr_t p)
 {
 	return (size_t)((uint32_t)p >> SET_FILTER_SHIFT);
+}
+
+/* Is p's granule's bit set? A relaxed load (tests and slow paths; the
+ * runtime's free reads it plainly, runtime_core.h). */
+static inline bool set_filter_any(const set_filter *f, uintptr_t p)
+{
+	size_t g = set_filter_index(p);
+	return (__atomic_load_n(&f->any[g >> 6], __ATOMIC_RELAXED) >> (g & 63)) & 1u;
+}
+
+/* p's granule's word, with a relaxed load. */
+static inline uint16_t set_filter_word(const set_filter *f, uintptr_t p)
+{
+	return __atomic_load_n(&f->word[set_filter_index(p)], __ATOMIC_RELAXED);
 }
 
 /* The filter word's parts (above): the live count, and p's eighth. */
@@ -130,11 +157,11 @@ extern set_table set_empty_table;
 /* Saturate the counters of every granule of [from, to) for good: the
  * runtime claims its own range this way, so that free() sends its pointers
  * to the slow path with the same one test (runtime_core.h). */
-void set_filter_claim(uint16_t *filter, uintptr_t from, uintptr_t to);
+void set_filter_claim(set_filter *filter, uintptr_t from, uintptr_t to);
 
-/* An empty set; filter: NULL, or SET_FILTER_SIZE zeroed counters the set
- * keeps up to date (they must outlive it). */
-void set_init(sampled_set *s, uint16_t *filter);
+/* An empty set; filter: NULL, or a zeroed filter the set keeps up to
+ * date (it must outlive the set). */
+void set_init(sampled_set *s, set_filter *filter);
 
 static inline set_table *set_header(_Atomic uintptr_t *keys)
 {

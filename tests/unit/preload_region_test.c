@@ -398,28 +398,32 @@ static void *worker(void *vp)
 /* The runtime's free() tests only the filter: every byte of every block
  * the region hands out must be in a claimed granule by then, and a failed
  * raise of the mark must claim nothing. */
-static uint16_t claimed[SET_FILTER_SIZE];
+static set_filter claimed;
 
 static bool all_claimed(const unsigned char *p, size_t n)
 {
 	for (size_t off = 0; off < n; off += (size_t)1 << SET_FILTER_SHIFT)
-		if (claimed[set_filter_index((uintptr_t)(p + off))] != UINT16_MAX)
+		if (set_filter_word(&claimed, (uintptr_t)(p + off)) != UINT16_MAX ||
+		    !set_filter_any(&claimed, (uintptr_t)(p + off)))
 			return false;
-	return claimed[set_filter_index((uintptr_t)(p + n - 1))] == UINT16_MAX;
+	return set_filter_word(&claimed, (uintptr_t)(p + n - 1)) == UINT16_MAX &&
+	       set_filter_any(&claimed, (uintptr_t)(p + n - 1));
 }
 
 AP_TEST(accessible_pages_are_claimed_before_they_are_handed_out)
 {
 	region r;
 	AP_CHECK_EQ_INT(region_init(&r, 64 * MIB, 64 * MIB, 0), 0);
-	memset(claimed, 0, sizeof claimed);
-	r.claim = claimed;
+	memset(&claimed, 0, sizeof claimed);
+	r.claim = &claimed;
 	size_t ps = page();
 	r.fail_commit = 1;
 	AP_CHECK(region_alloc(&r, 100, 0, false, NULL) == NULL);
 	size_t n = 0;
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		n += claimed[i] != 0;
+		n += claimed.word[i] != 0;
+	for (size_t i = 0; i < SET_FILTER_SIZE / 64; i++)
+		n += claimed.any[i] != 0;
 	AP_CHECK_EQ_U64(n, 0);
 	unsigned char *p = region_alloc(&r, 100, 0, false, NULL);
 	AP_CHECK(p && all_claimed(p, 100));
@@ -431,7 +435,8 @@ AP_TEST(accessible_pages_are_claimed_before_they_are_handed_out)
 	 * mark's granule, nothing past it. */
 	uintptr_t end = r.base + (r.rw_pages << r.page_shift);
 	AP_CHECK(all_claimed((const unsigned char *)r.base, end - r.base));
-	AP_CHECK_EQ_U64(claimed[set_filter_index(end + ((uintptr_t)1 << SET_FILTER_SHIFT))], 0);
+	AP_CHECK_EQ_U64(set_filter_word(&claimed, end + ((uintptr_t)1 << SET_FILTER_SHIFT)), 0);
+	AP_CHECK(!set_filter_any(&claimed, end + ((uintptr_t)1 << SET_FILTER_SHIFT)));
 	AP_CHECK(region_free(&r, b, NULL));
 	AP_CHECK(region_free(&r, p, NULL));
 	/* Freed pages stay claimed (the range stays allocprof's). */

@@ -55,19 +55,19 @@ AP_TEST(insert_then_remove_returns_the_record)
 	AP_CHECK(!set_remove(&s, fake(0, 7), &out));
 }
 
-static uint16_t filter[SET_FILTER_SIZE];
+static set_filter filter;
 
 /* The live count in a granule's filter word (its low byte). */
 static uint64_t count_of(uintptr_t p)
 {
-	return filter[set_filter_index(p)] & SET_FILTER_COUNT;
+	return filter.word[set_filter_index(p)] & SET_FILTER_COUNT;
 }
 
 AP_TEST(the_granule_filter_counts_live_keys)
 {
 	sampled_set s;
-	memset(filter, 0, sizeof filter);
-	set_init(&s, filter);
+	memset(&filter, 0, sizeof filter);
+	set_init(&s, &filter);
 	const uintptr_t g = (uintptr_t)1 << SET_FILTER_SHIFT; /* one granule */
 	const uintptr_t a = 0x7f0000000000u, b = a + 3 * g + 16;
 	const uintptr_t alias = a + ((uintptr_t)SET_FILTER_SIZE << SET_FILTER_SHIFT);
@@ -76,7 +76,7 @@ AP_TEST(the_granule_filter_counts_live_keys)
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + g - 16), &r), 0); /* same granule */
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)b, &r), 0);
 	AP_CHECK_EQ_U64(count_of(a), 2);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a + g)], 0);
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a + g)], 0);
 	AP_CHECK_EQ_U64(count_of(b), 1);
 	/* 4 GiB further on, the same counter: a lookup, never a miss. */
 	AP_CHECK_EQ_U64(set_filter_index(alias), set_filter_index(a));
@@ -93,7 +93,7 @@ AP_TEST(the_granule_filter_counts_live_keys)
 	/* The last key out clears the whole word, its eighths' bits too. */
 	uint64_t left = 0;
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		left += filter[i];
+		left += filter.word[i];
 	AP_CHECK_EQ_U64(left, 0);
 	/* Growth copies keys, not counts: 5000 keys of 32 bytes over 40
 	 * granules, 128 in each but the last. */
@@ -107,11 +107,64 @@ AP_TEST(the_granule_filter_counts_live_keys)
 	AP_CHECK(atomic_load(&s.grows) >= 5);
 }
 
+/* How many granules' bits in any[] disagree with their words. */
+static size_t bits_out_of_step(void)
+{
+	size_t wrong = 0;
+	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
+		wrong += set_filter_any(&filter, (uintptr_t)i << SET_FILTER_SHIFT) !=
+			 (filter.word[i] != 0);
+	return wrong;
+}
+
+AP_TEST(a_granule_bit_is_set_exactly_while_its_word_is_nonzero)
+{
+	sampled_set s;
+	memset(&filter, 0, sizeof filter);
+	set_init(&s, &filter);
+	const uintptr_t g = (uintptr_t)1 << SET_FILTER_SHIFT;
+	/* Granules 0, 1 and 63 of one 64-bit word of bits, and 64, the
+	 * first of the next: clearing one bit must keep its neighbours. */
+	const uintptr_t a = 0x7f0000000000u;
+	const uintptr_t k[] = { a, a + 16, a + g + 64, a + 63 * g + 128, a + 64 * g };
+	sample_rec r = rec_for(1);
+	for (size_t i = 0; i < 5; i++)
+		AP_CHECK_EQ_INT(set_insert(&s, (void *)k[i], &r), 0);
+	for (size_t i = 0; i < 5; i++)
+		AP_CHECK(set_filter_any(&filter, k[i]));
+	AP_CHECK(!set_filter_any(&filter, a + 2 * g));
+	AP_CHECK(!set_filter_any(&filter, a + 65 * g));
+	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
+	/* One of granule 0's two keys out: its bit stays. */
+	AP_CHECK(set_remove(&s, (void *)a, NULL));
+	AP_CHECK(set_filter_any(&filter, a));
+	/* Granule 1 empties: its bit alone goes. */
+	AP_CHECK(set_remove(&s, (void *)k[2], NULL));
+	AP_CHECK(!set_filter_any(&filter, k[2]));
+	AP_CHECK(set_filter_any(&filter, a) && set_filter_any(&filter, k[3]));
+	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
+	/* A claimed range sets its granules' bits for good. */
+	set_filter_claim(&filter, a + 100 * g + 5, a + 102 * g + 1);
+	for (uintptr_t q = a + 100 * g; q < a + 103 * g; q += g)
+		AP_CHECK(set_filter_any(&filter, q) &&
+			 set_filter_word(&filter, q) == UINT16_MAX);
+	AP_CHECK(!set_filter_any(&filter, a + 103 * g));
+	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
+	AP_CHECK(set_remove(&s, (void *)(a + 16), NULL));
+	AP_CHECK(set_remove(&s, (void *)k[3], NULL));
+	AP_CHECK(set_remove(&s, (void *)k[4], NULL));
+	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
+	size_t set = 0;
+	for (size_t i = 0; i < SET_FILTER_SIZE / 64; i++)
+		set += (size_t)__builtin_popcountll(filter.any[i]);
+	AP_CHECK_EQ_U64(set, 3); /* the claimed three */
+}
+
 AP_TEST(the_filter_marks_the_eighths_of_a_granule_that_hold_keys)
 {
 	sampled_set s;
-	memset(filter, 0, sizeof filter);
-	set_init(&s, filter);
+	memset(&filter, 0, sizeof filter);
+	set_init(&s, &filter);
 	const uintptr_t g = (uintptr_t)1 << SET_FILTER_SHIFT, e = g / 8;
 	const uintptr_t a = 0x7f0000000000u;
 	sample_rec r = rec_for(1);
@@ -119,7 +172,7 @@ AP_TEST(the_filter_marks_the_eighths_of_a_granule_that_hold_keys)
 	const uintptr_t k1 = a + e + 48, k2 = a + 5 * e;
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)k1, &r), 0);
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)k2, &r), 0);
-	uint16_t w = filter[set_filter_index(a)];
+	uint16_t w = filter.word[set_filter_index(a)];
 	AP_CHECK_EQ_U64(w, (0x100u << 1 | 0x100u << 5) + 2);
 	/* What the runtime's rt_classify asks first: only the pointers in
 	 * those two eighths can be keys, every key among them. */
@@ -134,17 +187,17 @@ AP_TEST(the_filter_marks_the_eighths_of_a_granule_that_hold_keys)
 	/* A removal keeps the bits until the granule is empty: a stale bit
 	 * costs a lookup, a cleared one would lose a live key. */
 	AP_CHECK(set_remove(&s, (void *)k1, NULL));
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], (0x100u << 1 | 0x100u << 5) + 1);
-	AP_CHECK(filter[set_filter_index(a)] & set_filter_bit(k2));
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a)], (0x100u << 1 | 0x100u << 5) + 1);
+	AP_CHECK(filter.word[set_filter_index(a)] & set_filter_bit(k2));
 	AP_CHECK(set_remove(&s, (void *)k2, NULL));
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], 0);
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a)], 0);
 }
 
 AP_TEST(a_saturated_granule_counter_stays_saturated)
 {
 	sampled_set s;
-	memset(filter, 0, sizeof filter);
-	set_init(&s, filter);
+	memset(&filter, 0, sizeof filter);
+	set_init(&s, &filter);
 	const uintptr_t a = 0x7f0000000000u;
 	/* 256 keys of 16 bytes fill the granule: the count saturates at
 	 * 255, the whole word (every eighth's bit) then at 65535. */
@@ -152,16 +205,16 @@ AP_TEST(a_saturated_granule_counter_stays_saturated)
 	for (uint64_t i = 0; i < 254; i++)
 		AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * i), &r), 0);
 	AP_CHECK_EQ_U64(count_of(a), 254);
-	AP_CHECK(filter[set_filter_index(a)] != UINT16_MAX);
+	AP_CHECK(filter.word[set_filter_index(a)] != UINT16_MAX);
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * 254), &r), 0);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a)], UINT16_MAX);
 	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16 * 255), &r), 0);
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a)], UINT16_MAX);
 	/* Counts past it were lost: decrementing could reach 0 while a key
 	 * of the granule is live, so it never comes down. */
 	for (uint64_t i = 0; i < 256; i++)
 		AP_CHECK(set_remove(&s, (void *)(a + 16 * i), NULL));
-	AP_CHECK_EQ_U64(filter[set_filter_index(a)], UINT16_MAX);
+	AP_CHECK_EQ_U64(filter.word[set_filter_index(a)], UINT16_MAX);
 }
 
 AP_TEST(reserved_key_values_are_refused)
@@ -222,7 +275,7 @@ AP_TEST(churn_cleans_tombstones_instead_of_growing_forever)
 
 enum { THREADS = 4, KEYS = 3000, ROUNDS = 20 };
 static sampled_set shared;
-static uint16_t shared_filter[SET_FILTER_SIZE];
+static set_filter shared_filter;
 
 typedef struct worker_arg {
 	uint64_t id;
@@ -254,8 +307,11 @@ static void *worker(void *p)
 			 * counters: every thread's updates must add up. (A
 			 * relaxed load, as the runtime's plain one compiles to;
 			 * a plain read here would be a race to TSan.) */
-			if (in[i] && !(__atomic_load_n(&shared_filter[set_filter_index((uintptr_t)key)],
-						       __ATOMIC_RELAXED) & set_filter_bit((uintptr_t)key)))
+			if (in[i] && !(set_filter_word(&shared_filter, (uintptr_t)key) &
+				       set_filter_bit((uintptr_t)key)))
+				w->errors++;
+			/* And free()'s own test, the granule's bit. */
+			if (in[i] && !set_filter_any(&shared_filter, (uintptr_t)key))
 				w->errors++;
 			if (in[i]) {
 				sample_rec out;
@@ -277,7 +333,7 @@ static void *worker(void *p)
 
 AP_TEST(four_threads_insert_remove_and_look_up_consistently)
 {
-	set_init(&shared, shared_filter);
+	set_init(&shared, &shared_filter);
 	pthread_t th[THREADS];
 	worker_arg args[THREADS];
 	for (int i = 0; i < THREADS; i++) {
@@ -298,8 +354,15 @@ AP_TEST(four_threads_insert_remove_and_look_up_consistently)
 	 * counted once, however the threads interleaved. */
 	uint64_t counted = 0;
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		counted += shared_filter[i] & SET_FILTER_COUNT;
+		counted += shared_filter.word[i] & SET_FILTER_COUNT;
 	AP_CHECK_EQ_U64(counted, live);
+	/* And every granule's bit says whether its word is nonzero, though
+	 * the threads' granules share the bits' words. */
+	size_t wrong = 0;
+	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
+		wrong += set_filter_any(&shared_filter, (uintptr_t)i << SET_FILTER_SHIFT) !=
+			 (shared_filter.word[i] != 0);
+	AP_CHECK_EQ_U64(wrong, 0);
 }
 
 AP_TEST(removals_at_a_cluster_end_leave_no_tombstones)
