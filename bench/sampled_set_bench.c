@@ -12,8 +12,8 @@
  *   range-check   the same loop plus design 2's test, one subtraction and
  *                 compare against an allocprof-owned address range
  *   filter-check  the same loop plus what the runtime's free does: the
- *                 bit of the pointer's 4 KiB granule in the set's
- *                 filter, and the set lookup when it is set (the LIVE
+ *                 byte of the pointer's 8 KiB window in the set's
+ *                 filter, and the set lookup when it is nonzero (the LIVE
  *                 entries count in it, spread over the same 1 GiB)
  *   insert-remove N insert+remove pairs on top of LIVE entries (the cost a
  *                 sampled allocation and its free add to the set)

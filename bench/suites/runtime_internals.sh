@@ -96,16 +96,16 @@ loop, divided by the number of operations.
 |---|---:|---:|
 | design 1: lock-free sampled-address set, miss | $miss_ir | $ns_miss |
 | design 2: allocprof-owned address range, subtract+compare | $range_ir | $ns_range |
-| granule filter, and the set lookup behind a set bit (the runtime's free) | $filt_ir | $ns_filt |
+| granule filter, and the set lookup behind a nonzero byte (the runtime's free) | $filt_ir | $ns_filt |
 | (bare loop, for reference) | 0 | $ns_base |
 | design 1: insert + remove of a sampled pointer | $insrem_ir | $ns_insrem |
 
 The runtime's free tests only the granule filter (\`src/preload/runtime_core.h\`): the
-bit of the pointer's 4 KiB granule, set where an entry of the set (design 1, the
+byte of the pointer's 8 KiB window, nonzero where an entry of the set (design 1, the
 default: sampled blocks the allocator keeps) starts and where allocprof's range (design 2,
 \`range=1\`: at a thread rate of 16 KiB or more, sampled blocks below 64 KiB are page runs
 there) is claimed; only then does it look further. Here 1000 live
-entries spread over the bench's 1 GiB of addresses set about 0.4% of its granules' bits. The range's price: its blocks cost whole pages, and the allocator
+entries spread over the bench's 1 GiB of addresses make about 0.8% of its windows nonzero. The range's price: its blocks cost whole pages, and the allocator
 underneath does not know them (its statistics miss them; its own entry points that take
 a block are interposed). The whole fast path's cost is in "Runtime overhead" (callgrind,
 malloc+free pairs).

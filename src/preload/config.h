@@ -40,10 +40,10 @@ typedef enum { RT_FORK_FOLLOW = 0, RT_FORK_STOP = 1 } rt_fork_mode;
  * mixed, 10M operations: 3600 mincore and 740 madvise calls at 4 and 7.5 us
  * each, 20 ms of the 45 ms its 14,000 samples cost, went to under 10 of
  * each). And
- * it is 16 times the filter's granule (a page), so the pointers the filter
- * sends to the slow path for nothing (blocks starting in the page where a
- * live sampled block starts) span at most 1/16 of the sampled blocks'
- * bytes.
+ * it is 8 times free's filter window (two pages), so the pointers the
+ * filter sends to the slow path for nothing (blocks starting in the
+ * window where a live sampled block starts) span at most 1/8 of the
+ * sampled blocks' bytes.
  */
 #define RT_RANGE_MAX_DEFAULT ((uint64_t)64 << 10)
 

@@ -4,11 +4,11 @@
  * Each entry point is the whole fast path (docs/DESIGN.md, "the runtime's hard
  * rules"): an allocation subtracts its size from the thread's sampler
  * counter (initial-exec TLS) and, on the well-predicted not-sampled branch,
- * tail-calls the allocator underneath. A free tests the bit of the
- * pointer's 4 KiB granule in the sampled set's filter (sampled_set.h),
- * set where allocprof's own range (design 2, region.h) is claimed and
+ * tail-calls the allocator underneath. A free loads the byte of the
+ * pointer's 8 KiB window in the sampled set's filter (sampled_set.h),
+ * nonzero where allocprof's own range (design 2, region.h) is claimed and
  * where a sampled block the allocator holds (design 1) starts, and, almost
- * always clear, tail-calls the real free. Pointers of marked granules go
+ * always at zero, tail-calls the real free. Pointers of nonzero windows go
  * to rt_classify, which asks the granule's word, the range and the set
  * (runtime_core.h).
  * Everything else is in runtime.c behind AP_UNLIKELY.

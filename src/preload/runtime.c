@@ -537,10 +537,10 @@ static bool region_release(void *p)
 
 enum rt_owner rt_classify(const void *p)
 {
-	/* p's eighth of its granule first, on the word the caller has
-	 * usually just read: the program's blocks near a sampled one (about
-	 * 4 frees for each sample in the malloc-heavy benchmark) end here
-	 * without touching another cache line. */
+	/* p's eighth of its granule first, in its granule's word: the
+	 * program's blocks near a sampled one (a few frees for each sample
+	 * in the malloc-heavy benchmark) end here, on one more cache line
+	 * of the filter. */
 	if (!rt_maybe_key(p))
 		return RT_OWNER_NONE;
 	if (boot_in_pool(p) || region_contains(&rt_region, p))

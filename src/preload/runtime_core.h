@@ -156,14 +156,14 @@ uint64_t rt_underlying_usable(uint64_t size);
 const char *rt_underlying_usable_way(void);
 extern RT_HIDDEN sampled_set rt_set;
 /*
- * The free() fast path's one test: the bit of p's 4 KiB granule in the
+ * The free() fast path's one test: the byte of p's 8 KiB window in the
  * sampled set's filter (sampled_set.h), rt_set_filter, in the runtime's
- * .bss (128 KiB of bits, one per granule, folding addresses every 4 GiB;
- * a page of bits is written only for a 128 MiB window where allocprof's
- * range or a sampled block of the set lies, reads of the others map the
- * zero page). Clear: p is the allocator's alone. Set: p may be
- * allocprof's, and rt_classify asks the granule's word, the range and the
- * set. Two kinds of granules are set:
+ * .bss (512 KiB of bytes, folding addresses every 4 GiB; a page of them
+ * is written only for a 32 MiB window where allocprof's range or a
+ * sampled block of the set lies, reads of the others map the zero page).
+ * Zero: p is the allocator's alone. Nonzero: p may be allocprof's, and
+ * rt_classify asks the granule's word, the range and the set. Two kinds
+ * of granules make it nonzero:
  * - allocprof's own range (design 2, region.h): the bootstrap pool and,
  *   with range=1, the region serving sampled blocks below range_max,
  *   whose granules are claimed (saturated for good) before any of their
@@ -172,13 +172,14 @@ extern RT_HIDDEN sampled_set rt_set;
  *   blocks the allocator underneath holds (range_max and larger, every
  *   sample at a thread rate below RT_REGION_MIN_RATE, all of them with
  *   range=0, the default, or no region), each counted before it is returned.
- * So a pointer's owner sees the bit that matters for it (a stale read
+ * So a pointer's owner sees the byte that matters for it (a stale read
  * by anyone else cannot concern its pointer). The array is a plain object,
- * not _Atomic, so free is mov (32-bit), shr, mov, shr, mov mem, bt, jb, jmp
- * (8 instructions). Writers update it with relaxed atomics (sampled_set.c);
- * free's plain read of an aligned 64-bit word cannot tear on x86-64, but
- * in C11 terms it races with them, as ThreadSanitizer would say. The
- * tests read the filter with relaxed loads.
+ * not _Atomic, so free is mov (32-bit), lea, shr, cmpb mem, jne, jmp
+ * (6 instructions). Writers update it with relaxed atomics
+ * (sampled_set.c); free's plain read of a byte cannot tear, but in C11
+ * terms it races with them, as ThreadSanitizer would say: an atomic load
+ * is a separate movzbl, a seventh instruction on every free. The tests
+ * read the filter with relaxed loads.
  */
 extern RT_HIDDEN set_filter rt_set_filter;
 extern RT_HIDDEN region rt_region;
@@ -232,12 +233,11 @@ void rt_sample_end(void *p, const ap_sample_info *info);
 
 static inline bool rt_maybe_ours(const void *p)
 {
-	size_t g = set_filter_index((uintptr_t)p);
-	return (rt_set_filter.any[g >> 6] >> (g & 63)) & 1u;
+	return rt_set_filter.any[set_filter_any_index((uintptr_t)p)] != 0;
 }
 
-/* Behind a set bit: is p's eighth of its granule marked in the granule's
- * word (sampled_set.h)? False: p is the allocator's alone. The range's
+/* Behind a nonzero byte: is p's eighth of its granule marked in the
+ * granule's word (sampled_set.h)? False: p is the allocator's alone. The range's
  * granules have every bit set. */
 static inline bool rt_maybe_key(const void *p)
 {

@@ -45,16 +45,16 @@ void set_init(sampled_set *s, set_filter *filter)
 	s->filter = filter;
 }
 
-/* Granule g's bit in any[] on or off: a read-modify-write, since its
- * neighbours' bits share the word and the region claims outside the
- * set's mutex. Called only when word[g] changes between zero and not. */
-static void filter_mark(set_filter *f, size_t g, bool on)
+/* Granule g's word went from zero to nonzero (+1) or back (-1): count
+ * it in its byte of any[]. A read-modify-write, since the byte's other
+ * granules may change at once outside the set's mutex (a claim). */
+static void filter_mark(set_filter *f, size_t g, int d)
 {
-	uint64_t m = (uint64_t)1 << (g & 63);
-	if (on)
-		__atomic_fetch_or(&f->any[g >> 6], m, __ATOMIC_RELAXED);
+	uint8_t *a = &f->any[g >> (SET_FILTER_ANY_SHIFT - SET_FILTER_SHIFT)];
+	if (d > 0)
+		__atomic_fetch_add(a, 1, __ATOMIC_RELAXED);
 	else
-		__atomic_fetch_and(&f->any[g >> 6], ~m, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(a, 1, __ATOMIC_RELAXED);
 }
 
 void set_filter_claim(set_filter *filter, uintptr_t from, uintptr_t to)
@@ -64,36 +64,41 @@ void set_filter_claim(set_filter *filter, uintptr_t from, uintptr_t to)
 	uintptr_t first = from >> SET_FILTER_SHIFT, last = (to - 1) >> SET_FILTER_SHIFT;
 	for (uintptr_t g = first; g <= last && g - first < SET_FILTER_SIZE; g++) {
 		size_t i = (size_t)(g & (SET_FILTER_SIZE - 1));
-		/* The word before the bit: a free that sees the bit goes on
-		 * to read the word (rt_classify). */
-		__atomic_store_n(&filter->word[i], (uint16_t)UINT16_MAX, __ATOMIC_RELAXED);
-		filter_mark(filter, i, true);
+		/* The word before the byte: a free that sees the byte goes
+		 * on to read the word (rt_classify). An exchange, so that a
+		 * word a set entry (4 GiB away) had made nonzero is not
+		 * counted twice. */
+		if (__atomic_exchange_n(&filter->word[i], (uint16_t)UINT16_MAX,
+					__ATOMIC_RELAXED) == 0)
+			filter_mark(filter, i, +1);
 	}
 }
 
 /* Count key in (+1, its eighth's bit set) or out (-1; the bits cleared
- * with the last key) of its granule's word, and keep the granule's bit
- * in any[] equal to word != 0; the set's mutex is held. A saturated word
- * stays (sampled_set.h). */
+ * with the last key) of its granule's word, and count the word's changes
+ * between zero and nonzero in any[]; the set's mutex is held. A
+ * compare-and-swap, because a claim may saturate the word meanwhile; a
+ * saturated word stays (sampled_set.h). */
 static void filter_count(sampled_set *s, uintptr_t key, int d)
 {
 	if (!s->filter)
 		return;
 	size_t g = set_filter_index(key);
 	uint16_t *f = &s->filter->word[g];
-	uint16_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
-	unsigned n = c & SET_FILTER_COUNT;
-	if (c == UINT16_MAX || (d < 0 && n == 0))
-		return;
-	uint16_t w;
-	if (d > 0)
-		w = n + 1 >= SET_FILTER_COUNT ? (uint16_t)UINT16_MAX
-					      : (uint16_t)((c | set_filter_bit(key)) + 1);
-	else
-		w = n == 1 ? 0 : (uint16_t)(c - 1);
-	__atomic_store_n(f, w, __ATOMIC_RELAXED);
+	uint16_t c = __atomic_load_n(f, __ATOMIC_RELAXED), w;
+	do {
+		unsigned n = c & SET_FILTER_COUNT;
+		if (c == UINT16_MAX || (d < 0 && n == 0))
+			return;
+		if (d > 0)
+			w = n + 1 >= SET_FILTER_COUNT ? (uint16_t)UINT16_MAX
+						      : (uint16_t)((c | set_filter_bit(key)) + 1);
+		else
+			w = n == 1 ? 0 : (uint16_t)(c - 1);
+	} while (!__atomic_compare_exchange_n(f, &c, w, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	if ((c == 0) != (w == 0))
-		filter_mark(s->filter, g, w != 0);
+		filter_mark(s->filter, g, w != 0 ? +1 : -1);
 }
 
 static size_t table_bytes(size_t cap)

@@ -30,32 +30,35 @@
  * usable size, allocation time) lives in a parallel array, read and written
  * only by the owner of the pointer.
  *
- * A set may carry a granule filter (the runtime's does), in two parts
- * indexed by p's 4 KiB granule g = set_filter_index(p) (the low 32 bits
- * of p >> SET_FILTER_SHIFT: the filter folds the address space every
- * 4 GiB, which is what makes the index two instructions, a 32-bit move
- * and a shift):
- * - word[g], 16 bits describing the live keys whose granule is g. Its low
- *   byte counts them; its high byte has a bit for each 512-byte eighth of
- *   the granule where a live key starts (set_filter_bit), set on insert
- *   and cleared, all together, only when the count comes back to zero.
- * - bit g of any[], set exactly while word[g] is nonzero. This is what
- *   free() reads: one bit per granule packs the granules of 2 MiB of
- *   address space into a cache line, where the words put 128 KiB, so the
- *   lines a program's frees read stay in the first-level cache (a heap of
- *   1 GiB reads 32 KiB of bits, not 512 KiB of words).
- * A clear bit means no key can be p, which lets free() skip the set for
- * almost every pointer with one load. Behind a set bit, p can be a key
- * only if its eighth's bit is set in word[g], which the runtime tests first
- * on its slow path (rt_classify): a sampled block shares its granule
+ * A set may carry a granule filter (the runtime's does), in two parts;
+ * it folds the address space every 4 GiB (indexes are taken from the low
+ * 32 bits of p, which makes each a 32-bit move and a shift):
+ * - word[g], for each 4 KiB granule g = set_filter_index(p): 16 bits
+ *   describing the live keys whose granule is g. Its low byte counts
+ *   them; its high byte has a bit for each 512-byte eighth of the granule
+ *   where a live key starts (set_filter_bit), set on insert and cleared,
+ *   all together, only when the count comes back to zero.
+ * - any[j], for each 8 KiB window j = set_filter_any_index(p): how many
+ *   of its two granules have a nonzero word. This is what free() reads:
+ *   a byte per 8 KiB puts 512 KiB of address space in a cache line, where
+ *   the words put 128 KiB, so the lines a program's frees read stay in the
+ *   first-level cache far more often (a heap of 1 GiB reads 128 KiB of
+ *   bytes, not 512 KiB of words). A bit per granule would pack them
+ *   denser still, but costs free three more instructions.
+ * A zero byte means no key can be p, which lets free() skip the set for
+ * almost every pointer with one load. Behind a nonzero one, p can be a
+ * key only if its eighth's bit is set in word[g], which the runtime tests
+ * first on its slow path (rt_classify): a sampled block shares its window
  * with dozens of the program's small blocks, and each of their frees
  * otherwise went on to the range's and the set's cache lines. Writers
  * update both parts under the set's mutex, after storing the key on
- * insert and before clearing it on remove, with relaxed atomics (the bit
- * with a read-modify-write: neighbouring granules share its word, and
- * set_filter_claim may run outside the mutex); a reader is only ever asked
- * about its own pointer, whose insert happened-before, so it sees its
- * bits set while p is in the set. A word at 65535 (every bit) stays there
+ * insert and before clearing it on remove, with relaxed atomics: a
+ * compare-and-swap on the word, and an add or subtract on the byte when
+ * the word changes between zero and not, because set_filter_claim, which
+ * may run outside the mutex, saturates words (by an exchange, counting in
+ * the byte only a word that was zero). A reader is only ever asked about
+ * its own pointer, whose insert happened-before, so it sees both parts
+ * nonzero while p is in the set. A word at 65535 (every bit) stays there
  * for good, which only costs lookups: set_filter_claim puts the granules
  * of the runtime's own range there, and a count reaching 255 does too (a
  * granule holds up to 256 blocks of 16 bytes, and aliases 4 GiB apart
@@ -116,12 +119,18 @@ typedef struct sampled_set {
 	struct set_filter *filter;  /* NULL, or the granule filter (above) */
 } sampled_set;
 
-/* The granule filter (above): 2^20 granules of 4 KiB. */
+/* The granule filter (above): 2^20 granules of 4 KiB, and a byte of
+ * any[] for each 2^SET_FILTER_ANY_SHIFT bytes of address space (8 KiB; a
+ * test build may set another, at least SET_FILTER_SHIFT). */
 #define SET_FILTER_SHIFT 12u
 #define SET_FILTER_SIZE ((size_t)1 << (32 - SET_FILTER_SHIFT))
+#ifndef SET_FILTER_ANY_SHIFT
+#define SET_FILTER_ANY_SHIFT 13u
+#endif
+#define SET_FILTER_ANY_SIZE ((size_t)1 << (32 - SET_FILTER_ANY_SHIFT))
 
 typedef struct set_filter {
-	uint64_t any[SET_FILTER_SIZE / 64]; /* bit g: word[g] != 0 (128 KiB) */
+	uint8_t any[SET_FILTER_ANY_SIZE];   /* nonzero words of its granules (512 KiB) */
 	uint16_t word[SET_FILTER_SIZE];     /* count and eighths (2 MiB) */
 } set_filter;
 
@@ -130,12 +139,16 @@ static inline size_t set_filter_index(uintptr_t p)
 	return (size_t)((uint32_t)p >> SET_FILTER_SHIFT);
 }
 
-/* Is p's granule's bit set? A relaxed load (tests and slow paths; the
- * runtime's free reads it plainly, runtime_core.h). */
+static inline size_t set_filter_any_index(uintptr_t p)
+{
+	return (size_t)((uint32_t)p >> SET_FILTER_ANY_SHIFT);
+}
+
+/* Is p's byte of any[] nonzero? A relaxed load (tests and slow paths;
+ * the runtime's free reads it plainly, runtime_core.h). */
 static inline bool set_filter_any(const set_filter *f, uintptr_t p)
 {
-	size_t g = set_filter_index(p);
-	return (__atomic_load_n(&f->any[g >> 6], __ATOMIC_RELAXED) >> (g & 63)) & 1u;
+	return __atomic_load_n(&f->any[set_filter_any_index(p)], __ATOMIC_RELAXED) != 0;
 }
 
 /* p's granule's word, with a relaxed load. */

@@ -107,57 +107,70 @@ AP_TEST(the_granule_filter_counts_live_keys)
 	AP_CHECK(atomic_load(&s.grows) >= 5);
 }
 
-/* How many granules' bits in any[] disagree with their words. */
-static size_t bits_out_of_step(void)
+/* How many bytes of any[] differ from the number of nonzero words among
+ * their granules (what each must be). */
+static size_t any_out_of_step(const set_filter *f)
 {
+	const size_t per = (size_t)1 << (SET_FILTER_ANY_SHIFT - SET_FILTER_SHIFT);
 	size_t wrong = 0;
-	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		wrong += set_filter_any(&filter, (uintptr_t)i << SET_FILTER_SHIFT) !=
-			 (filter.word[i] != 0);
+	for (size_t i = 0; i < SET_FILTER_ANY_SIZE; i++) {
+		unsigned nonzero = 0;
+		for (size_t j = 0; j < per; j++)
+			nonzero += f->word[i * per + j] != 0;
+		wrong += __atomic_load_n(&f->any[i], __ATOMIC_RELAXED) != nonzero;
+	}
 	return wrong;
 }
 
-AP_TEST(a_granule_bit_is_set_exactly_while_its_word_is_nonzero)
+/* p's byte of any[], with a relaxed load. */
+static unsigned any_of(uintptr_t p)
 {
+	return __atomic_load_n(&filter.any[set_filter_any_index(p)], __ATOMIC_RELAXED);
+}
+
+AP_TEST(a_byte_of_any_counts_the_nonzero_words_of_its_granules)
+{
+	AP_CHECK(SET_FILTER_ANY_SHIFT == 13); /* two granules a byte, below */
 	sampled_set s;
 	memset(&filter, 0, sizeof filter);
 	set_init(&s, &filter);
 	const uintptr_t g = (uintptr_t)1 << SET_FILTER_SHIFT;
-	/* Granules 0, 1 and 63 of one 64-bit word of bits, and 64, the
-	 * first of the next: clearing one bit must keep its neighbours. */
-	const uintptr_t a = 0x7f0000000000u;
-	const uintptr_t k[] = { a, a + 16, a + g + 64, a + 63 * g + 128, a + 64 * g };
+	const uintptr_t a = 0x7f0000000000u; /* granules 0 and 1: byte 0 */
 	sample_rec r = rec_for(1);
-	for (size_t i = 0; i < 5; i++)
-		AP_CHECK_EQ_INT(set_insert(&s, (void *)k[i], &r), 0);
-	for (size_t i = 0; i < 5; i++)
-		AP_CHECK(set_filter_any(&filter, k[i]));
-	AP_CHECK(!set_filter_any(&filter, a + 2 * g));
-	AP_CHECK(!set_filter_any(&filter, a + 65 * g));
-	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
-	/* One of granule 0's two keys out: its bit stays. */
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)a, &r), 0);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 16), &r), 0);
+	AP_CHECK_EQ_U64(any_of(a), 1);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + g + 64), &r), 0);
+	AP_CHECK_EQ_U64(any_of(a), 2);
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(a + 2 * g), &r), 0); /* byte 1 */
+	AP_CHECK_EQ_U64(any_of(a + 2 * g), 1);
+	AP_CHECK(!set_filter_any(&filter, a + 4 * g));
+	AP_CHECK_EQ_U64(any_out_of_step(&filter), 0);
+	/* One of granule 0's two keys out: its word stays nonzero. */
 	AP_CHECK(set_remove(&s, (void *)a, NULL));
-	AP_CHECK(set_filter_any(&filter, a));
-	/* Granule 1 empties: its bit alone goes. */
-	AP_CHECK(set_remove(&s, (void *)k[2], NULL));
-	AP_CHECK(!set_filter_any(&filter, k[2]));
-	AP_CHECK(set_filter_any(&filter, a) && set_filter_any(&filter, k[3]));
-	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
-	/* A claimed range sets its granules' bits for good. */
-	set_filter_claim(&filter, a + 100 * g + 5, a + 102 * g + 1);
-	for (uintptr_t q = a + 100 * g; q < a + 103 * g; q += g)
-		AP_CHECK(set_filter_any(&filter, q) &&
-			 set_filter_word(&filter, q) == UINT16_MAX);
-	AP_CHECK(!set_filter_any(&filter, a + 103 * g));
-	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
+	AP_CHECK_EQ_U64(any_of(a), 2);
 	AP_CHECK(set_remove(&s, (void *)(a + 16), NULL));
-	AP_CHECK(set_remove(&s, (void *)k[3], NULL));
-	AP_CHECK(set_remove(&s, (void *)k[4], NULL));
-	AP_CHECK_EQ_U64(bits_out_of_step(), 0);
-	size_t set = 0;
-	for (size_t i = 0; i < SET_FILTER_SIZE / 64; i++)
-		set += (size_t)__builtin_popcountll(filter.any[i]);
-	AP_CHECK_EQ_U64(set, 3); /* the claimed three */
+	AP_CHECK_EQ_U64(any_of(a), 1);
+	AP_CHECK(set_remove(&s, (void *)(a + g + 64), NULL));
+	AP_CHECK(!set_filter_any(&filter, a));
+	AP_CHECK_EQ_U64(any_of(a + 2 * g), 1);
+	/* A claim over a granule a key already made nonzero counts it
+	 * once, and the key's removal leaves the claimed word alone. */
+	const uintptr_t c = a + 100 * g;
+	AP_CHECK_EQ_INT(set_insert(&s, (void *)(c + 32), &r), 0);
+	set_filter_claim(&filter, c + 5, c + g + 1);
+	AP_CHECK_EQ_U64(any_of(c), 2);
+	AP_CHECK(set_filter_word(&filter, c) == UINT16_MAX &&
+		 set_filter_word(&filter, c + g) == UINT16_MAX);
+	AP_CHECK(set_remove(&s, (void *)(c + 32), NULL));
+	AP_CHECK_EQ_U64(any_of(c), 2);
+	AP_CHECK(!set_filter_any(&filter, c + 2 * g));
+	AP_CHECK(set_remove(&s, (void *)(a + 2 * g), NULL));
+	AP_CHECK_EQ_U64(any_out_of_step(&filter), 0);
+	size_t left = 0;
+	for (size_t i = 0; i < SET_FILTER_ANY_SIZE; i++)
+		left += filter.any[i];
+	AP_CHECK_EQ_U64(left, 2); /* the claimed two */
 }
 
 AP_TEST(the_filter_marks_the_eighths_of_a_granule_that_hold_keys)
@@ -310,7 +323,7 @@ static void *worker(void *p)
 			if (in[i] && !(set_filter_word(&shared_filter, (uintptr_t)key) &
 				       set_filter_bit((uintptr_t)key)))
 				w->errors++;
-			/* And free()'s own test, the granule's bit. */
+			/* And free()'s own test, the byte of any[]. */
 			if (in[i] && !set_filter_any(&shared_filter, (uintptr_t)key))
 				w->errors++;
 			if (in[i]) {
@@ -356,13 +369,9 @@ AP_TEST(four_threads_insert_remove_and_look_up_consistently)
 	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
 		counted += shared_filter.word[i] & SET_FILTER_COUNT;
 	AP_CHECK_EQ_U64(counted, live);
-	/* And every granule's bit says whether its word is nonzero, though
-	 * the threads' granules share the bits' words. */
-	size_t wrong = 0;
-	for (size_t i = 0; i < SET_FILTER_SIZE; i++)
-		wrong += set_filter_any(&shared_filter, (uintptr_t)i << SET_FILTER_SHIFT) !=
-			 (shared_filter.word[i] != 0);
-	AP_CHECK_EQ_U64(wrong, 0);
+	/* And every byte of any[] counts the nonzero words among its
+	 * granules, whose keys were several threads'. */
+	AP_CHECK_EQ_U64(any_out_of_step(&shared_filter), 0);
 }
 
 AP_TEST(removals_at_a_cluster_end_leave_no_tombstones)
