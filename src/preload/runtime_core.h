@@ -124,7 +124,7 @@ typedef struct runtime {
 	rt_hot_flags hot; /* with state, the first 64 bytes of rt */
 	rt_options opt;
 	arena a;
-	stack_table table;
+	stack_table table __attribute__((aligned(64))); /* its hot lines whole */
 	uint64_t seed_base;     /* per-thread seeds derive from it (seed != 0) */
 	_Atomic uint16_t seed_gen; /* bumped when a later attach sets seed=: threads reseed */
 	uint64_t stream_salt;   /* 0; in a fork child pid << 32: its own streams */

@@ -87,27 +87,32 @@ typedef struct table_totals {
 #define TABLE_PEND 32
 
 typedef struct stack_table {
+	/* What every sampled allocation or free reads or writes (the lock,
+	 * the batch counts, the hash's buckets) on the first 64 bytes, and
+	 * the totals on the next: between two samples the program evicts
+	 * them, and each line is a miss. */
 	rt_lock lock;
-	arena *a;
+	uint32_t npend_size, npend_free; /* records batched (below) */
+	bool life_on;           /* per-site lifetime bins (lifebins.h) */
 	uint64_t gen;    /* this table's number in the process (1, 2, ...) */
-	stack **stacks;  /* hash buckets */
-	size_t stack_cap, nstacks;
 	site **sites;    /* hash buckets */
-	size_t site_cap, nsites;
-	site *all_sites;
+	size_t site_cap;
+	stack **stacks;  /* hash buckets */
+	size_t stack_cap;
+	arena *a;
 	table_totals tot;
+	size_t nstacks, nsites;
+	site *all_sites;
 	ap_hist *hist_size;     /* requested sizes, HT-weighted */
 	ap_hist *hist_lifetime; /* ns from allocation to free, HT-weighted */
 	/* The table's recorders of the two: written under lock only, so one
 	 * writer at a time (snapshots of the histograms include them). */
 	ap_hist_recorder *rec_size, *rec_lifetime;
-	bool life_on;           /* per-site lifetime bins (lifebins.h) */
 	/* Records not yet in the histograms and lifetime bins, applied
 	 * TABLE_PEND at a time (table_flush_locked): a sample between two
 	 * others finds the recorders' and bins' cache lines (and their code)
 	 * evicted by the program, and one batch pays that once. Written under
 	 * the lock; every reader of those flushes first. */
-	uint32_t npend_size, npend_free;
 	struct table_pend_size {
 		uint64_t size;
 		double w;
