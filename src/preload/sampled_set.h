@@ -120,13 +120,10 @@ typedef struct sampled_set {
 } sampled_set;
 
 /* The granule filter (above): 2^20 granules of 4 KiB, and a byte of
- * any[] for each 2^SET_FILTER_ANY_SHIFT bytes of address space (8 KiB; a
- * test build may set another, at least SET_FILTER_SHIFT). */
+ * any[] for each 8 KiB window of address space (two granules). */
 #define SET_FILTER_SHIFT 12u
 #define SET_FILTER_SIZE ((size_t)1 << (32 - SET_FILTER_SHIFT))
-#ifndef SET_FILTER_ANY_SHIFT
 #define SET_FILTER_ANY_SHIFT 13u
-#endif
 #define SET_FILTER_ANY_SIZE ((size_t)1 << (32 - SET_FILTER_ANY_SHIFT))
 
 typedef struct set_filter {

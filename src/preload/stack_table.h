@@ -124,6 +124,13 @@ typedef struct stack_table {
 	} pend_free[TABLE_PEND];
 } stack_table;
 
+/* The layout the comment above promises (the runtime 64-aligns its table). */
+_Static_assert(offsetof(stack_table, tot) == 64,
+	       "the per-sample fields fill the first line, the totals start the second");
+_Static_assert(offsetof(stack_table, tot) + offsetof(table_totals, frees) +
+		       sizeof(uint64_t) <= 128,
+	       "the totals a sample updates share the second line");
+
 /* Histogram precision: 2^-5 ~ 3% relative bucket width. */
 #define TABLE_HIST_SIGBITS 5
 /* Site size classes: exact below 32 bytes, then 16 classes per power of two
