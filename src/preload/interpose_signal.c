@@ -9,6 +9,11 @@
  * runtime's trampoline, which holds the signal back while the thread is
  * inside the runtime (sigmask.c); the program still sees its own action.
  *
+ * _exit and _Exit, so that a process leaving without exit() (a pre-fork
+ * server's worker, a multiprocessing child, a SIGTERM handler) still writes
+ * its profile at exit, as exit() does through the library destructor; then
+ * the next definition (glibc's) ends the process.
+ *
  * dlclose, so that the mappings of an object about to be unloaded are
  * remembered and samples taken in it can still be symbolised.
  *
@@ -18,8 +23,11 @@
  */
 #include <dlfcn.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "procs.h"
+#include "runtime_core.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -46,6 +54,18 @@ EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
 EXPORT handler_fn sysv_signal(int sig, handler_fn handler)
 {
 	return procs_signal(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+EXPORT void _exit(int status)
+{
+	rt_before_exit_now();
+	procs_real_exit(status);
+}
+
+EXPORT void _Exit(int status)
+{
+	rt_before_exit_now();
+	procs_real_exit(status);
 }
 
 EXPORT int dlclose(void *handle)

@@ -36,6 +36,7 @@
 /* glibc's own entry, for calls made before dlsym has found the next one. */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static void (*_Atomic real_exit)(int);
 
 /* owned[s]: the runtime's handler is installed for s and the program
  * believes the action is shown[s] (its default, or a SIG_DFL it set). */
@@ -164,6 +165,11 @@ void procs_init(void)
 	void *f = boot_next_sym("sigaction");
 	if (f)
 		memcpy(&real_sigaction, &f, sizeof f);
+	void (*e)(int) = NULL;
+	f = boot_next_sym("_exit");
+	if (f)
+		memcpy(&e, &f, sizeof f);
+	atomic_store(&real_exit, e);
 	/* Before the runtime's own handlers go in: those it never wraps. */
 	rt_sig_wrap_existing(call_real);
 	if (!rt.opt.dump_at_exit)
@@ -171,6 +177,15 @@ void procs_init(void)
 	for (int s = 1; s < NSIG_MAX; s++)
 		if (rt.opt.dump_on & (1ULL << s))
 			install(s);
+}
+
+void procs_real_exit(int status)
+{
+	void (*e)(int) = atomic_load(&real_exit);
+	if (e)
+		e(status);
+	for (;;)
+		syscall(SYS_exit_group, (long)status);
 }
 
 /* Does process pid share this process's memory (vfork, CLONE_VM)? When the

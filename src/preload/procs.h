@@ -42,6 +42,10 @@
  * (detect.h), resolve the real sigaction, install the dump_on handlers. */
 void procs_init(void);
 
+/* End the process as the next _exit does (resolved by procs_init; before
+ * that, or without one, the exit_group system call itself). */
+__attribute__((noreturn)) void procs_real_exit(int status);
+
 /* Whether a handler of the runtime is installed for a dump_on signal (the
  * dumper thread is then needed). */
 bool procs_signal_dumps_armed(void);

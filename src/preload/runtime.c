@@ -660,12 +660,21 @@ __attribute__((constructor)) static void rt_constructor(void)
 	}
 }
 
-__attribute__((destructor)) static void rt_destructor(void)
+/*
+ * The profile at exit, for exit() (the library destructor) and for _exit()
+ * and _Exit() (interpose_signal.c), which run no destructor: pre-fork
+ * servers' workers, multiprocessing children and SIGTERM handlers leave
+ * that way. `shared_dump`: what a process sharing this one's memory (vfork,
+ * CLONE_VM) does. At exit() it asks the dumper for the parent's profile
+ * (procs_shared_exit); at _exit, the usual end of a vfork child whose exec
+ * failed, it does nothing.
+ */
+static void rt_exit_dump(bool shared_dump)
 {
 	if (atomic_load(&rt.state) != RT_READY)
 		return;
 	if (rt_tls.guard) {
-		/* exit() from inside the runtime's own work in this thread (a
+		/* exit from inside the runtime's own work in this thread (a
 		 * synchronous signal's handler; asynchronous ones are blocked
 		 * there): whatever it holds stays held, so no dump. */
 		if (rt.opt.dump_at_exit)
@@ -675,13 +684,19 @@ __attribute__((destructor)) static void rt_destructor(void)
 	}
 	uint64_t m = rt_enter();
 	if (!procs_check_pid()) {
-		procs_shared_exit(); /* a vfork child: nothing here is its own */
+		if (shared_dump)
+			procs_shared_exit(); /* nothing here is its own */
 		rt_leave(m);
 		return;
 	}
-	if (atomic_load(&rt.state) != RT_READY) {
+	/* Once per process: exit() whose atexit handler or destructor then
+	 * calls _exit, or _exit in two threads at once, dumps once. rt.pid is
+	 * this process's (procs_check_pid adopted a copy), never its parent's. */
+	static _Atomic long exit_done_by;
+	if (atomic_load(&rt.state) != RT_READY ||
+	    atomic_exchange(&exit_done_by, rt.pid) == rt.pid) {
 		rt_leave(m);
-		return; /* adopted as a fork=stop child */
+		return; /* adopted as a fork=stop child, or done */
 	}
 	http_runtime_stop();
 	dumper_stop();
@@ -695,6 +710,16 @@ __attribute__((destructor)) static void rt_destructor(void)
 	if (rt.opt.verbose)
 		rt_memory_report();
 	rt_leave(m);
+}
+
+__attribute__((destructor)) static void rt_destructor(void)
+{
+	rt_exit_dump(true);
+}
+
+void rt_before_exit_now(void)
+{
+	rt_exit_dump(false);
 }
 
 /* ---- public API ---------------------------------------------------------- */

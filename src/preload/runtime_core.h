@@ -281,6 +281,10 @@ size_t rt_usable_range(void *p);
 void *rt_realloc_sampled(void *p, size_t n);
 
 
+/* _exit and _Exit (interpose_signal.c), before the process ends: the
+ * profile at exit, as the library destructor writes it for exit(). */
+void rt_before_exit_now(void);
+
 /* A copy of the process the fork handlers did not see (raw clone): take
  * it over as fork's child handler would (runtime.c). */
 void rt_adopt_child(void);

@@ -4,12 +4,14 @@
 #   action) leaves a profile with its samples and still dies of the signal
 #   (status 128+N); dump_on=segv does the same for a SIGSEGV.
 # - A program with its own SIGTERM handler sees the default action when it
-#   asks, and keeps its behaviour (its handler runs, exit status 7).
+#   asks, and keeps its behaviour (its handler runs, exit status 7); the
+#   handler's _exit writes the profile at exit, from inside the handler.
 # - One output name, several processes: under `timeout` both processes load
 #   the runtime; the program's profile keeps the name and the wrapper's goes
 #   to a name with its pid. A raw clone(SIGCHLD) child writes under its own
-#   pid; a vfork child calling exit() writes nothing and leaves the parent's
-#   HTTP endpoint serving.
+#   pid; a vfork child calling exit() or _exit() writes nothing and leaves
+#   the parent's HTTP endpoint serving; a fork child leaving through _exit
+#   writes its own profile, as one calling exit() does.
 # - A fork child that switches to another user and cannot write into the
 #   output directory says why; with the directory writable it writes.
 # Every wait is bounded. AP_TEST_PRELOAD: needs the runtime.
@@ -78,7 +80,9 @@ signal_and_wait own TERM
 [ "$st" = 7 ] || fail "own handler: status $st, want 7 (its handler's exit)"
 cmp -s "$TMP/own.plain" "$TMP/own.out" ||
 	fail "own handler: output differs: $(diff "$TMP/own.plain" "$TMP/own.out")"
-[ ! -e "$TMP/own.pb.gz" ] || fail "own handler: the runtime dumped on the program's signal"
+# Status 7 shows the program's handler ran, not the runtime's dump and
+# re-raise (143). That handler leaves through _exit: the exit's profile.
+has_marker "$TMP/own.pb.gz" || fail "own handler: no profile at its _exit"
 
 # --- one output name, several processes --------------------------------------
 mkdir "$TMP/wrap"
@@ -98,20 +102,36 @@ child=$(awk '$1 == "child" { print $2 }' "$TMP/clone.out")
 has_marker "$TMP/clone/c.$child.pb.gz" || fail "clone: the child's profile lacks its samples"
 
 if command -v curl >/dev/null; then
-	mkdir "$TMP/vf"
-	timeout --kill-after=5 60 env LD_PRELOAD="$LIB" \
-		ALLOCPROF_OPTIONS="rate=4096,output=$TMP/vf/v.%p.%n.pb.gz,http=0,http_portfile=$TMP/vf.port" \
-		"$P" vfork "$TMP/vf.stop" >"$TMP/vf.out" 2>"$TMP/vf.err" &
-	pid=$!
-	wait_ready "$TMP/vf.out" || fail "vfork: never ready"
-	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://$(cat "$TMP/vf.port")/metrics" || true)
-	touch "$TMP/vf.stop"
-	wait "$pid" || fail "vfork: program failed"
-	[ "$code" = 200 ] || fail "vfork: the parent's endpoint answers '$code' after the child's exit"
-	[ "$(count_files "$TMP/vf/v.*.pb.gz")" = 1 ] ||
-		fail "vfork: want only the parent's profile: $(ls "$TMP/vf")"
-	has_marker "$TMP"/vf/v.*.0.pb.gz || fail "vfork: the profile lacks the parent's samples"
+	for mode in vfork vfork_exit; do
+		d=$TMP/$mode
+		mkdir "$d"
+		timeout --kill-after=5 60 env LD_PRELOAD="$LIB" \
+			ALLOCPROF_OPTIONS="rate=4096,output=$d/v.%p.%n.pb.gz,http=0,http_portfile=$d.port" \
+			"$P" $mode "$d.stop" >"$d.out" 2>"$d.err" &
+		pid=$!
+		wait_ready "$d.out" || fail "$mode: never ready"
+		code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://$(cat "$d.port")/metrics" || true)
+		touch "$d.stop"
+		wait "$pid" || fail "$mode: program failed"
+		[ "$code" = 200 ] || fail "$mode: the parent's endpoint answers '$code' after the child's exit"
+		[ "$(count_files "$d/v.*.pb.gz")" = 1 ] ||
+			fail "$mode: want only the parent's profile: $(ls "$d")"
+		has_marker "$d"/v.*.0.pb.gz || fail "$mode: the profile lacks the parent's samples"
+	done
 fi
+# A pre-fork worker that leaves through _exit (no destructors run) still
+# writes its own profile, under its pid, with its own samples.
+mkdir "$TMP/fx"
+timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/fx/f.%p.pb.gz" \
+	"$P" fork_exit "$TMP/fx.stop" >"$TMP/fx.out" 2>"$TMP/fx.err" &
+pid=$!
+wait_ready "$TMP/fx.out" || fail "fork_exit: never ready"
+touch "$TMP/fx.stop"
+wait "$pid" || fail "fork_exit: program failed: $(cat "$TMP/fx.err")"
+child=$(awk '$1 == "child" { print $2 }' "$TMP/fx.out")
+[ -n "$child" ] || fail "fork_exit: no child pid"
+[ "$(count_files "$TMP/fx/f.*.pb.gz")" = 2 ] || fail "fork_exit: want 2 profiles: $(ls "$TMP/fx")"
+has_marker "$TMP/fx/f.$child.pb.gz" || fail "fork_exit: the child's profile (at its _exit) lacks its samples"
 # A worker that drops privileges (as nginx's and Apache's do after fork)
 # cannot write into a directory only the starting user may write: the
 # message names the switch, not just "Permission denied"; once the

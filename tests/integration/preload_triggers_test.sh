@@ -61,10 +61,11 @@ for f in "$TMP"/tick.*.pb.gz; do check_readable "$f"; done
 
 # --- interval= in a fork child: its own dumper thread, started by its samples --
 # The child inherits the parent's answer to "is a dumper thread running?"
-# and must ask again (dumper_atfork_child): it leaves with _exit, so every
-# profile of its pid comes from its own thread's interval dumps.
+# and must ask again (dumper_atfork_child). With dump_at_exit=0 its _exit
+# writes nothing, so every profile of its pid comes from its own thread's
+# interval dumps.
 mkdir "$TMP/fi"
-env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,interval=100ms,output=$TMP/fi/p.%p.%n.pb.gz" \
+env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,interval=100ms,dump_at_exit=0,output=$TMP/fi/p.%p.%n.pb.gz" \
 	timeout 60 "$P/fork_interval" >"$TMP/fi.out" 2>"$TMP/fi.err" ||
 	fail "fork_interval under interval=100ms failed: $(cat "$TMP/fi.err")"
 child=$(cat "$TMP/fi.out")

@@ -1,8 +1,9 @@
 /*
  * fork_interval.c: a parent that samples, then a child that only allocates
- * for a while and leaves with _exit (no exit dump), for the interval-dump
- * case of tests/integration/preload_triggers_test.sh: every profile of the
- * child's pid is one of its own dumper thread's. Prints the child's pid.
+ * for a while and leaves with _exit, for the interval-dump case of
+ * tests/integration/preload_triggers_test.sh (run with dump_at_exit=0, so
+ * every profile of the child's pid is one of its own dumper thread's).
+ * Prints the child's pid.
  */
 #define _GNU_SOURCE
 #include <stdio.h>

@@ -19,6 +19,10 @@
  *                           until the file STOP exists (at most 60 s)
  *   proc_events fork STOP   like vfork, with a fork child that keeps a
  *                           block and exit()s, writing its own profile
+ *   proc_events vfork_exit STOP, proc_events fork_exit STOP
+ *                           the same, the child leaving through _exit (a
+ *                           failed exec's, a pre-fork worker's end); the
+ *                           fork child prints "child PID"
  *   proc_events ignore      like daemon, with SIGTERM ignored: a kill
  *                           does nothing (the test then sends SIGKILL)
  *   proc_events bg STOP     a fork child keeps a block and runs on until
@@ -36,6 +40,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,23 +133,32 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
-	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork"))) {
+	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork") ||
+			  !strcmp(argv[1], "vfork_exit") || !strcmp(argv[1], "fork_exit"))) {
+		bool quick = strchr(argv[1], '_') != NULL;
 		fflush(stdout);
 		pid_t c;
 		if (argv[1][0] == 'v') {
 			c = vfork();
-			if (c == 0)
+			if (c == 0) {
+				if (quick)
+					_exit(0);
 				exit(0); /* runs exit handlers in the parent's memory */
+			}
 		} else {
 			c = fork();
 			if (c == 0) {
 				keep_marker_block(1);
+				if (quick)
+					_exit(0);
 				exit(0);
 			}
 		}
 		int rc = reap(c);
 		if (rc)
 			return rc;
+		if (quick && c > 0 && argv[1][0] == 'f')
+			printf("child %ld\n", (long)c);
 		printf("ready\n");
 		fflush(stdout);
 		struct stat sb;
@@ -185,6 +199,7 @@ int main(int argc, char **argv)
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|bg STOP|dropuid UID\n");
+	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|"
+			"vfork_exit STOP|fork_exit STOP|bg STOP|dropuid UID\n");
 	return 1;
 }
