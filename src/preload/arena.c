@@ -12,17 +12,33 @@
  */
 #include "arena.h"
 
+#include <assert.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #define HDR 16
 #define CHUNK ((size_t)1 << 20)
-#define LARGE_TAG UINT64_MAX
+#define LARGE_TAG UINT64_C(0xffffffff)
 
+/*
+ * cls: the size class (or LARGE_TAG) in the low 32 bits; the owner's tag,
+ * bits of the arena's address, in the high 32. A block freed into another
+ * arena than its own would sit on that arena's free lists: a scratch
+ * arena's block on the shared arena's lists is unmapped memory once the
+ * scratch is destroyed, and the shared arena's block given to a scratch is
+ * lost to it for good (the profile endpoint leaked the sites' copy so at
+ * every request). arena_free refuses such a block: it stays where it is,
+ * and debug builds stop at the assertion.
+ */
 typedef struct block_hdr {
-	uint64_t cls;  /* size class, or LARGE_TAG */
+	uint64_t cls;
 	uint64_t size; /* class bytes or mapping length */
 } block_hdr;
+
+static uint64_t owner_tag(const arena *a)
+{
+	return (uint64_t)(uint32_t)((uintptr_t)a >> 4) << 32;
+}
 
 void *arena_map(size_t n)
 {
@@ -115,7 +131,7 @@ void *arena_alloc(arena *a, size_t n)
 		h = arena_map(len);
 		if (!h)
 			return NULL;
-		h->cls = LARGE_TAG;
+		h->cls = owner_tag(a) | LARGE_TAG;
 		h->size = len;
 		pthread_mutex_lock(&a->lock);
 		a->mapped += len;
@@ -155,7 +171,7 @@ void *arena_alloc(arena *a, size_t n)
 	}
 	a->in_use += csize;
 	pthread_mutex_unlock(&a->lock);
-	h->cls = c;
+	h->cls = owner_tag(a) | c;
 	h->size = csize;
 	/* A block cut from the chunk has never been written: the mapping's
 	 * zero pages stand, and pages of a power-of-two class the caller
@@ -177,7 +193,11 @@ void arena_free(arena *a, void *p)
 	if (!p)
 		return;
 	block_hdr *h = (block_hdr *)(void *)((unsigned char *)p - HDR);
-	if (h->cls == LARGE_TAG) {
+	bool own = (h->cls & ~LARGE_TAG) == owner_tag(a);
+	assert(own && "arena_free: a block of another arena");
+	if (!own)
+		return;
+	if ((h->cls & LARGE_TAG) == LARGE_TAG) {
 		size_t len = h->size;
 		pthread_mutex_lock(&a->lock);
 		a->mapped -= len;
@@ -186,7 +206,7 @@ void arena_free(arena *a, void *p)
 		arena_unmap(h, len);
 		return;
 	}
-	unsigned c = (unsigned)h->cls;
+	unsigned c = (unsigned)(h->cls & LARGE_TAG);
 	pthread_mutex_lock(&a->lock);
 	*(void **)p = a->free_lists[c];
 	a->free_lists[c] = h;

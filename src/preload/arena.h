@@ -7,7 +7,11 @@
  * arena is a small size-class allocator: blocks up to ARENA_MAX_SMALL bytes
  * are carved from 1 MiB mmap'd chunks and recycled through per-class free
  * lists; larger blocks get their own mapping and go back with munmap.
- * Every block carries a 16-byte header with its size, so free needs no size.
+ * Every block carries a 16-byte header with its size, so free needs no size,
+ * and its arena's tag: arena_free refuses a block of another arena (it is
+ * left where it is; debug builds stop at an assertion), since on the wrong
+ * free list it would be leaked or, once its own arena is destroyed, be
+ * unmapped memory handed out again.
  *
  * Thread-safe through one mutex (these are slow paths); arena_lock/unlock
  * exist for the pthread_atfork handlers. Memory is zeroed on allocation.

@@ -431,7 +431,7 @@ static int add_samples(ap_profile *p, const dump_input *in, const map_list *maps
 {
 	site_snap *sites;
 	size_t n;
-	int rc = table_snapshot(in->table, &sites, &n, NULL);
+	int rc = table_snapshot(in->table, in->a, &sites, &n, NULL);
 	if (rc != 0)
 		return rc;
 	loc_map lm;

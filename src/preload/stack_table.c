@@ -323,11 +323,12 @@ static uint64_t site_size(const site *s)
 	return (uint64_t)(avg + 0.5);
 }
 
-int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot)
+int table_snapshot(stack_table *t, arena *a, site_snap **out, size_t *n,
+		   table_totals *tot)
 {
 	rt_lock_acquire(&t->lock);
 	size_t cnt = t->nsites;
-	site_snap *v = arena_alloc(t->a, (cnt ? cnt : 1) * sizeof *v);
+	site_snap *v = arena_alloc(a, (cnt ? cnt : 1) * sizeof *v);
 	if (!v) {
 		rt_lock_release(&t->lock);
 		return AP_ENOMEM;

@@ -172,10 +172,12 @@ void table_record_drop_locked(stack_table *t, const sample_rec *rec);
 void table_record_free_locked(stack_table *t, const sample_rec *rec, uint64_t now_ns);
 
 /*
- * Copy every site into an array from the arena (*out, freed with
- * arena_free) and the totals into *tot (may be NULL). 0 or AP_ENOMEM.
+ * Copy every site into an array from arena a, the caller's (*out, freed
+ * with arena_free(a, ...); a block goes back only to the arena it came
+ * from), and the totals into *tot (may be NULL). 0 or AP_ENOMEM.
  */
-int table_snapshot(stack_table *t, site_snap **out, size_t *n, table_totals *tot);
+int table_snapshot(stack_table *t, arena *a, site_snap **out, size_t *n,
+		   table_totals *tot);
 /* Current totals only (cheap). */
 void table_totals_get(stack_table *t, table_totals *tot);
 

@@ -1,8 +1,8 @@
 /*
  * preload_arena_test.c: the runtime's mmap-backed allocator
  * (src/preload/arena.h): zeroing, alignment, reuse, growth, large blocks,
- * injected failures, its ap_allocator face, and that destroying it gives
- * its memory back.
+ * injected failures, its ap_allocator face, that destroying it gives
+ * its memory back, and that a block freed into the wrong arena is refused.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -48,6 +48,39 @@ AP_TEST(freed_blocks_are_reused_and_come_back_zeroed)
 	arena_free(&a, NULL); /* allowed */
 	arena_destroy(&a);
 }
+
+#ifdef NDEBUG
+/* A block freed into an arena not its own is refused: neither arena's
+ * count moves and the wrong arena never hands it out (debug builds stop at
+ * arena_free's assertion instead, so this runs only without it). */
+AP_TEST(a_block_freed_into_another_arena_is_refused)
+{
+	arena a, b;
+	arena_init(&a);
+	arena_init(&b);
+	unsigned char *small = arena_alloc(&a, 100);
+	unsigned char *large = arena_alloc(&a, 2 * ARENA_MAX_SMALL);
+	unsigned char *mine = arena_alloc(&b, 100);
+	AP_CHECK(small && large && mine);
+	size_t ua = a.in_use, ub = b.in_use, mb = b.mapped;
+	arena_free(&b, small);
+	arena_free(&b, large);
+	AP_CHECK_EQ_U64(a.in_use, ua);
+	AP_CHECK_EQ_U64(b.in_use, ub);
+	AP_CHECK_EQ_U64(b.mapped, mb);
+	large[0] = 1; /* still mapped: not unmapped by b */
+	unsigned char *next = arena_alloc(&b, 100);
+	AP_CHECK(next != small);
+	arena_free(&a, small);
+	arena_free(&a, large);
+	arena_free(&b, next);
+	arena_free(&b, mine);
+	AP_CHECK_EQ_U64(a.in_use, 0);
+	AP_CHECK_EQ_U64(b.in_use, 0);
+	arena_destroy(&a);
+	arena_destroy(&b);
+}
+#endif
 
 /* A reused block is zero over its whole class, not just the bytes asked
  * for: arena_realloc grows in place up to arena_block_size. */

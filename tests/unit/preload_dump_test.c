@@ -127,6 +127,50 @@ AP_TEST(a_written_profile_decodes_to_the_recorded_values)
 }
 
 /*
+ * The runtime builds each dump in a scratch arena (dumper.c, and the HTTP
+ * endpoint likewise) and destroys it afterwards; nothing may be taken from
+ * the table's arena for good. The sites' copy used to come from the
+ * table's arena and be freed into the scratch one: every interval dump of
+ * a long-running service leaked it (about 100 bytes a site).
+ */
+AP_TEST(dumps_built_in_a_scratch_arena_leave_the_tables_arena_as_it_was)
+{
+	const char *d = tmpdir();
+	AP_CHECK(d != NULL);
+	arena a;
+	arena_init(&a);
+	stack_table t;
+	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
+	ap_sample_info in;
+	memset(&in, 0, sizeof in);
+	in.count = 1;
+	in.prob = 1;
+	in.weight = 1;
+	sample_rec r;
+	for (uintptr_t k = 0; k < 50; k++) {
+		const uintptr_t pcs[] = { 0x401000 + 16 * k, 0x402000 };
+		in.size = 16 + k;
+		AP_CHECK_EQ_INT(table_record_alloc(&t, pcs, 2, 1, &in, 32 + k, &r, NULL), 0);
+	}
+	char path[128];
+	snprintf(path, sizeof path, "%s/scratch.pb.gz", d);
+	size_t base = 0;
+	for (int i = 0; i < 10; i++) {
+		arena scratch;
+		arena_init(&scratch);
+		dump_input din = { .table = &t, .a = &scratch, .period = 1,
+				   .format = RT_FORMAT_PPROF, .with_mappings = true };
+		AP_CHECK_EQ_INT(dump_write_file(&din, path), 0);
+		arena_destroy(&scratch);
+		if (i == 0)
+			base = a.in_use; /* after whatever a first dump sets up */
+	}
+	AP_CHECK_EQ_U64(a.in_use, base);
+	unlink(path);
+	rmdir(d);
+}
+
+/*
  * The dump at exit may land on the program's peak, so dump_encode_gzip
  * encodes, frees the profile, and only then allocates zlib's state: its
  * peak is that of encoding alone (the profile plus the growing encoded

@@ -92,7 +92,7 @@ AP_TEST(sizes_of_one_class_share_a_site_with_exact_sums)
 	double avg = (w100 * 100 + w103 * 103) / (w100 + w103);
 	site_snap *snap;
 	size_t n;
-	AP_CHECK_EQ_INT(table_snapshot(&t, &snap, &n, NULL), 0);
+	AP_CHECK_EQ_INT(table_snapshot(&t, &a, &snap, &n, NULL), 0);
 	AP_CHECK_EQ_U64(n, 4);
 	bool seen_shared = false;
 	for (size_t i = 0; i < n; i++) {
