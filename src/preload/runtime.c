@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -719,6 +720,20 @@ __attribute__((destructor)) static void rt_destructor(void)
 
 void rt_before_exit_now(void)
 {
+	/* A fault's handler ending the process (a crash reporter's _exit)
+	 * writes no profile unless dump_on= names that signal: the heap or
+	 * the runtime's own tables may be what is broken, and a dump that
+	 * hangs or faults there would keep a crashed service from exiting.
+	 * In such a handler the fault is blocked in the thread's mask (bit
+	 * s - 1); dump_on keeps signal s at bit s. */
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+				      SIGTRAP, SIGSYS };
+	uint64_t blocked = rt_sigs_current();
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+		int sig = faults[i];
+		if ((blocked >> (sig - 1) & 1) && !(rt.opt.dump_on >> sig & 1))
+			return;
+	}
 	rt_exit_dump(false);
 }
 

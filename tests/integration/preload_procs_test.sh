@@ -6,6 +6,8 @@
 # - A program with its own SIGTERM handler sees the default action when it
 #   asks, and keeps its behaviour (its handler runs, exit status 7); the
 #   handler's _exit writes the profile at exit, from inside the handler.
+#   A crash reporter's _exit (in a SIGSEGV handler) writes none unless
+#   dump_on= names the signal.
 # - One output name, several processes: under `timeout` both processes load
 #   the runtime; the program's profile keeps the name and the wrapper's goes
 #   to a name with its pid. A raw clone(SIGCHLD) child writes under its own
@@ -83,6 +85,24 @@ cmp -s "$TMP/own.plain" "$TMP/own.out" ||
 # Status 7 shows the program's handler ran, not the runtime's dump and
 # re-raise (143). That handler leaves through _exit: the exit's profile.
 has_marker "$TMP/own.pb.gz" || fail "own handler: no profile at its _exit"
+
+# --- a crash reporter's _exit ---------------------------------------------------
+# A SIGSEGV handler that leaves through _exit: no profile by default (the
+# heap may be what broke, and the process must still end), one when
+# dump_on= names the signal. Its status is its own either way.
+for opt in "" ",dump_on=segv"; do
+	rm -f "$TMP/crash.pb.gz"
+	st=0
+	timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/crash.pb.gz$opt" \
+		"$P" crash >"$TMP/crash.out" 2>"$TMP/crash.err" || st=$?
+	[ "$st" = 3 ] || fail "crash handler ($opt): status $st, want 3: $(cat "$TMP/crash.err")"
+	grep -qx "crash handler" "$TMP/crash.out" || fail "crash handler ($opt): its handler did not run"
+	if [ -z "$opt" ]; then
+		[ ! -e "$TMP/crash.pb.gz" ] || fail "crash handler: a profile without dump_on=segv"
+	else
+		has_marker "$TMP/crash.pb.gz" || fail "crash handler: no profile with dump_on=segv"
+	fi
+done
 
 # --- one output name, several processes --------------------------------------
 mkdir "$TMP/wrap"

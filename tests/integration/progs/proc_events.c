@@ -19,6 +19,9 @@
  *                           until the file STOP exists (at most 60 s)
  *   proc_events fork STOP   like vfork, with a fork child that keeps a
  *                           block and exit()s, writing its own profile
+ *   proc_events crash       a crash reporter: its SIGSEGV handler writes
+ *                           "crash handler" and leaves through _exit(3);
+ *                           then the program raises SIGSEGV
  *   proc_events vfork_exit STOP, proc_events fork_exit STOP
  *                           the same, the child leaving through _exit (a
  *                           failed exec's, a pre-fork worker's end); the
@@ -73,6 +76,15 @@ static void own_handler(int sig)
 	ssize_t w = write(1, msg, sizeof msg - 1);
 	(void)w;
 	_exit(7);
+}
+
+static void crash_handler(int sig)
+{
+	(void)sig;
+	static const char msg[] = "crash handler\n";
+	ssize_t w = write(1, msg, sizeof msg - 1);
+	(void)w;
+	_exit(3);
 }
 
 static int clone_child(void *arg)
@@ -132,6 +144,17 @@ int main(int argc, char **argv)
 			return rc;
 		printf("parent done\n");
 		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "crash")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = crash_handler;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSEGV, &sa, NULL) != 0)
+			return 2;
+		fflush(stdout);
+		raise(SIGSEGV);
+		return 4;
 	}
 	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork") ||
 			  !strcmp(argv[1], "vfork_exit") || !strcmp(argv[1], "fork_exit"))) {
@@ -199,7 +222,7 @@ int main(int argc, char **argv)
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|clone|ignore|vfork STOP|fork STOP|"
+	fprintf(stderr, "usage: proc_events exit|daemon|own|crash|clone|ignore|vfork STOP|fork STOP|"
 			"vfork_exit STOP|fork_exit STOP|bg STOP|dropuid UID\n");
 	return 1;
 }
