@@ -65,7 +65,14 @@ static bool is_fault(int sig)
 
 static void on_terminating(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
+	/* Sent while this thread is inside the runtime (in the middle of a
+	 * sample, or of the profile at _exit): held back until it leaves,
+	 * then handled here again. Giving up at once lost the profile, the
+	 * exit's included, of a pool worker terminated as it was exiting. A
+	 * real fault cannot wait. */
+	if (!(is_fault(sig) && si && si->si_code > 0) &&
+	    rt_sig_defer_if_inside(sig, si, uc))
+		return;
 	int e = errno;
 	if (atomic_load(&owned[sig]) && !rt_tls.guard &&
 	    atomic_load(&rt.state) == RT_READY && (long)getpid() == rt.pid &&

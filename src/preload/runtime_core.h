@@ -90,6 +90,10 @@ uint64_t rt_sigs_current(void); /* the thread's blocked signals, unchanged */
 void rt_sigs_restore(uint64_t old);
 /* Unblock the signals held back on this thread (guard back at zero). */
 void rt_sigs_release(void);
+/* In a handler of the (asynchronous) signal sig: when this thread is inside
+ * the runtime, hold sig back until it leaves (rt_leave then lets it in, and
+ * the handler runs again) and return true; else false. */
+bool rt_sig_defer_if_inside(int sig, siginfo_t *si, void *ucv);
 /* rt_enter's "no mask to restore": the kernel never blocks SIGKILL, so no
  * saved mask has every bit set. */
 #define RT_SIGS_NONE UINT64_MAX

@@ -133,20 +133,26 @@ static void write_prog(int sig, const struct sigaction *act)
 	atomic_fetch_add(&seq[sig], 1u);
 }
 
+bool rt_sig_defer_if_inside(int sig, siginfo_t *si, void *ucv)
+{
+	if (!rt_tls.guard)
+		return false;
+	int e = errno;
+	ucontext_t *uc = ucv;
+	sigaddset(&uc->uc_sigmask, sig);
+	rt_tls.deferred |= SIGBIT(sig);
+	/* Blocked while we run (never installed with SA_NODEFER), so it
+	 * stays pending; to its own thread any si_code is allowed. */
+	syscall(SYS_rt_tgsigqueueinfo, (long)syscall(SYS_getpid),
+		(long)syscall(SYS_gettid), sig, si);
+	errno = e;
+	return true;
+}
+
 static void trampoline(int sig, siginfo_t *si, void *ucv)
 {
-	if (rt_tls.guard) {
-		int e = errno;
-		ucontext_t *uc = ucv;
-		sigaddset(&uc->uc_sigmask, sig);
-		rt_tls.deferred |= SIGBIT(sig);
-		/* Blocked while we run (never installed with SA_NODEFER), so
-		 * it stays pending; to its own thread any si_code is allowed. */
-		syscall(SYS_rt_tgsigqueueinfo, (long)syscall(SYS_getpid),
-			(long)syscall(SYS_gettid), sig, si);
-		errno = e;
+	if (rt_sig_defer_if_inside(sig, si, ucv))
 		return;
-	}
 	struct sigaction a;
 	read_prog(sig, &a);
 	if (a.sa_flags & SA_NODEFER && !sigismember(&a.sa_mask, sig)) {

@@ -1,8 +1,10 @@
 /*
  * busy_alloc.c: an allocator underneath the runtime, for
- * tests/integration/attach_busy_test.sh. Its malloc is glibc's; once
- * armed (busy_alloc_arm), its next call first calls the runtime's
- * ap_runtime_attach and ap_runtime_detach and keeps their results. free,
+ * tests/integration/attach_busy_test.sh and signal_inside_test.sh. Its
+ * malloc is glibc's; once armed (busy_alloc_arm), its next call first
+ * calls the runtime's ap_runtime_attach and ap_runtime_detach and keeps
+ * their results; once armed with a signal (busy_alloc_arm_signal), its
+ * next call first raises that signal in the calling thread. free,
  * calloc, realloc and posix_memalign are glibc's too, defined here
  * because the runtime takes the allocator underneath only when they come
  * from the same object as its malloc.
@@ -15,6 +17,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -25,12 +28,17 @@ extern void *__libc_calloc(size_t n, size_t m);
 extern void *__libc_realloc(void *p, size_t n);
 extern void *__libc_memalign(size_t align, size_t n);
 
-static int armed, inside;
+static int armed, inside, armed_signal;
 static int att_rc = 1, det_rc = 1; /* 1: never called */
 
 EXPORT void busy_alloc_arm(void)
 {
 	__atomic_store_n(&armed, 1, __ATOMIC_SEQ_CST);
+}
+
+EXPORT void busy_alloc_arm_signal(int sig)
+{
+	__atomic_store_n(&armed_signal, sig, __ATOMIC_SEQ_CST);
 }
 
 EXPORT void busy_alloc_results(int *att, int *det)
@@ -41,6 +49,9 @@ EXPORT void busy_alloc_results(int *att, int *det)
 
 EXPORT void *malloc(size_t n)
 {
+	int sig = __atomic_exchange_n(&armed_signal, 0, __ATOMIC_SEQ_CST);
+	if (sig)
+		raise(sig); /* delivered before raise returns */
 	if (__atomic_load_n(&armed, __ATOMIC_SEQ_CST) && !inside) {
 		inside = 1; /* dlsym may allocate: that call goes straight on */
 		armed = 0;
