@@ -62,11 +62,8 @@ EXPORT void _exit(int status)
 	procs_real_exit(status);
 }
 
-EXPORT void _Exit(int status)
-{
-	rt_before_exit_now();
-	procs_real_exit(status);
-}
+/* glibc's _Exit is the same function under a second name. */
+EXPORT void _Exit(int status) __attribute__((alias("_exit")));
 
 EXPORT int dlclose(void *handle)
 {
