@@ -18,7 +18,8 @@
 
 #define HDR 16
 #define CHUNK ((size_t)1 << 20)
-#define LARGE_TAG UINT64_C(0xffffffff)
+#define CLASS_MASK UINT64_C(0xffffffff)
+#define LARGE_TAG CLASS_MASK
 
 /*
  * cls: the size class (or LARGE_TAG) in the low 32 bits; the owner's tag,
@@ -193,11 +194,11 @@ void arena_free(arena *a, void *p)
 	if (!p)
 		return;
 	block_hdr *h = (block_hdr *)(void *)((unsigned char *)p - HDR);
-	bool own = (h->cls & ~LARGE_TAG) == owner_tag(a);
+	bool own = (h->cls & ~CLASS_MASK) == owner_tag(a);
 	assert(own && "arena_free: a block of another arena");
 	if (!own)
 		return;
-	if ((h->cls & LARGE_TAG) == LARGE_TAG) {
+	if ((h->cls & CLASS_MASK) == LARGE_TAG) {
 		size_t len = h->size;
 		pthread_mutex_lock(&a->lock);
 		a->mapped -= len;
@@ -206,7 +207,7 @@ void arena_free(arena *a, void *p)
 		arena_unmap(h, len);
 		return;
 	}
-	unsigned c = (unsigned)(h->cls & LARGE_TAG);
+	unsigned c = (unsigned)(h->cls & CLASS_MASK);
 	pthread_mutex_lock(&a->lock);
 	*(void **)p = a->free_lists[c];
 	a->free_lists[c] = h;
