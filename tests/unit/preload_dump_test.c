@@ -84,21 +84,28 @@ AP_TEST(an_unwritable_path_is_an_io_error_not_a_crash)
 	AP_CHECK_EQ_INT(e, ENOENT);
 }
 
+/* An empty table in a fresh arena, and a sample description for exact
+ * records (probability 1, weight 1; the caller sets the size). */
+static int exact_table(arena *a, stack_table *t, ap_sample_info *in)
+{
+	arena_init(a);
+	memset(in, 0, sizeof *in);
+	in->count = 1;
+	in->prob = 1;
+	in->weight = 1;
+	return table_init(t, a);
+}
+
 AP_TEST(a_written_profile_decodes_to_the_recorded_values)
 {
 	const char *d = tmpdir();
 	AP_CHECK(d != NULL);
 	arena a;
-	arena_init(&a);
 	stack_table t;
-	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
-	static const uintptr_t pcs[] = { 0x401000, 0x402000 };
 	ap_sample_info in;
-	memset(&in, 0, sizeof in);
+	AP_CHECK_EQ_INT(exact_table(&a, &t, &in), 0);
+	static const uintptr_t pcs[] = { 0x401000, 0x402000 };
 	in.size = 48;
-	in.count = 1;
-	in.prob = 1;
-	in.weight = 1;
 	sample_rec r;
 	for (int i = 0; i < 5; i++)
 		AP_CHECK_EQ_INT(table_record_alloc(&t, pcs, 2, 1, &in, 48, &r, NULL), 0);
@@ -138,14 +145,9 @@ AP_TEST(dumps_built_in_a_scratch_arena_leave_the_tables_arena_as_it_was)
 	const char *d = tmpdir();
 	AP_CHECK(d != NULL);
 	arena a;
-	arena_init(&a);
 	stack_table t;
-	AP_CHECK_EQ_INT(table_init(&t, &a), 0);
 	ap_sample_info in;
-	memset(&in, 0, sizeof in);
-	in.count = 1;
-	in.prob = 1;
-	in.weight = 1;
+	AP_CHECK_EQ_INT(exact_table(&a, &t, &in), 0);
 	sample_rec r;
 	for (uintptr_t k = 0; k < 50; k++) {
 		const uintptr_t pcs[] = { 0x401000 + 16 * k, 0x402000 };

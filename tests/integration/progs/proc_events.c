@@ -69,22 +69,24 @@ static void wait_forever(void)
 		pause();
 }
 
+/* What a handler may do: write a line, then _exit(status). */
+static void say_and_exit(const char *line, int status)
+{
+	ssize_t w = write(1, line, strlen(line));
+	(void)w;
+	_exit(status);
+}
+
 static void own_handler(int sig)
 {
 	(void)sig;
-	static const char msg[] = "own handler\n";
-	ssize_t w = write(1, msg, sizeof msg - 1);
-	(void)w;
-	_exit(7);
+	say_and_exit("own handler\n", 7);
 }
 
 static void crash_handler(int sig)
 {
 	(void)sig;
-	static const char msg[] = "crash handler\n";
-	ssize_t w = write(1, msg, sizeof msg - 1);
-	(void)w;
-	_exit(3);
+	say_and_exit("crash handler\n", 3);
 }
 
 static int clone_child(void *arg)
