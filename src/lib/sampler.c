@@ -209,12 +209,14 @@ static uint64_t count_large(ap_sampler *s, uint64_t n)
 		w = v1 * v1 + v2 * v2;
 	} while (w >= 1.0 || w == 0.0);
 	double z = v1 * sqrt(-2.0 * ap_log(w) / w);
-	double k = floor(np + sd * z + 0.5);
-	if (k < 0.0)
+	/* Rounded to nearest: truncation is floor for x >= 0, and the
+	 * runtime links no libm (whose floor an unoptimised build calls). */
+	double x = np + sd * z + 0.5;
+	if (!(x >= 0.0))
 		return 0;
-	if (k >= (double)n)
+	if (x >= (double)n)
 		return n;
-	return (uint64_t)k;
+	return (uint64_t)x;
 }
 
 /* COUNT mode after the first success at offset c: `rest` trials remain. */
