@@ -725,13 +725,23 @@ void rt_before_exit_now(void)
 	 * the runtime's own tables may be what is broken, and a dump that
 	 * hangs or faults there would keep a crashed service from exiting.
 	 * In such a handler the fault is blocked in the thread's mask (bit
-	 * s - 1); dump_on keeps signal s at bit s. */
+	 * s - 1; dump_on keeps signal s at bit s) and the program has a
+	 * handler for it. Without one, the blocked fault is a mask the
+	 * program chose (a daemon that blocks every signal and waits for
+	 * them with sigwait or a signalfd), not a handler: that _exit is an
+	 * ordinary end, and dumps. */
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
 				      SIGTRAP, SIGSYS };
 	uint64_t blocked = rt_sigs_current();
 	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
 		int sig = faults[i];
-		if ((blocked >> (sig - 1) & 1) && !(rt.opt.dump_on >> sig & 1))
+		if (!(blocked >> (sig - 1) & 1) || (rt.opt.dump_on >> sig & 1))
+			continue;
+		struct sigaction now;
+		if (procs_sigaction(sig, NULL, &now) != 0)
+			return; /* cannot tell: as in a handler */
+		void (*h)(int) = now.sa_handler; /* sa_sigaction shares it */
+		if (h != SIG_DFL && h != SIG_IGN)
 			return;
 	}
 	rt_exit_dump(false);

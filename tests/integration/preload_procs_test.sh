@@ -7,7 +7,8 @@
 #   asks, and keeps its behaviour (its handler runs, exit status 7); the
 #   handler's _exit writes the profile at exit, from inside the handler.
 #   A crash reporter's _exit (in a SIGSEGV handler) writes none unless
-#   dump_on= names the signal.
+#   dump_on= names the signal; a program that blocks every signal, with no
+#   handler for the faults among them, writes one at its _exit.
 # - One output name, several processes: under `timeout` both processes load
 #   the runtime; the program's profile keeps the name and the wrapper's goes
 #   to a name with its pid. A raw clone(SIGCHLD) child writes under its own
@@ -87,22 +88,32 @@ cmp -s "$TMP/own.plain" "$TMP/own.out" ||
 has_marker "$TMP/own.pb.gz" || fail "own handler: no profile at its _exit"
 
 # --- a crash reporter's _exit ---------------------------------------------------
+# run_exit NAME MODE STATUS LINE [OPTS]: proc_events MODE, which prints LINE
+# and leaves through _exit(STATUS), at rate 4096 with output $TMP/NAME.pb.gz
+# and OPTS; fails unless both happened. The caller checks the profile.
+run_exit() {
+	local name=$1 mode=$2 want=$3 line=$4 opt=${5:-}
+	rm -f "$TMP/$name.pb.gz"
+	st=0
+	timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/$name.pb.gz$opt" \
+		"$P" "$mode" >"$TMP/$name.out" 2>"$TMP/$name.err" || st=$?
+	[ "$st" = "$want" ] || fail "$mode ($opt): status $st, want $want: $(cat "$TMP/$name.err")"
+	grep -qx "$line" "$TMP/$name.out" || fail "$mode ($opt): \"$line\" not printed"
+}
+
 # A SIGSEGV handler that leaves through _exit: no profile by default (the
 # heap may be what broke, and the process must still end), one when
 # dump_on= names the signal. Its status is its own either way.
-for opt in "" ",dump_on=segv"; do
-	rm -f "$TMP/crash.pb.gz"
-	st=0
-	timeout --kill-after=5 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,output=$TMP/crash.pb.gz$opt" \
-		"$P" crash >"$TMP/crash.out" 2>"$TMP/crash.err" || st=$?
-	[ "$st" = 3 ] || fail "crash handler ($opt): status $st, want 3: $(cat "$TMP/crash.err")"
-	grep -qx "crash handler" "$TMP/crash.out" || fail "crash handler ($opt): its handler did not run"
-	if [ -z "$opt" ]; then
-		[ ! -e "$TMP/crash.pb.gz" ] || fail "crash handler: a profile without dump_on=segv"
-	else
-		has_marker "$TMP/crash.pb.gz" || fail "crash handler: no profile with dump_on=segv"
-	fi
-done
+run_exit crash crash 3 "crash handler"
+[ ! -e "$TMP/crash.pb.gz" ] || fail "crash handler: a profile without dump_on=segv"
+run_exit crash crash 3 "crash handler" ",dump_on=segv"
+has_marker "$TMP/crash.pb.gz" || fail "crash handler: no profile with dump_on=segv"
+
+# Every signal blocked is a mask the program chose (a daemon waiting with
+# sigwait or a signalfd), not a handler: with no handler for the blocked
+# faults, its _exit is an ordinary end and writes the profile.
+run_exit masked masked_exit 5 "masked exit"
+has_marker "$TMP/masked.pb.gz" || fail "every signal blocked: no profile at its _exit"
 
 # --- one output name, several processes --------------------------------------
 mkdir "$TMP/wrap"

@@ -22,6 +22,9 @@
  *   proc_events crash       a crash reporter: its SIGSEGV handler writes
  *                           "crash handler" and leaves through _exit(3);
  *                           then the program raises SIGSEGV
+ *   proc_events masked_exit every signal blocked (a daemon that waits for
+ *                           them with sigwait or a signalfd), then
+ *                           "masked exit" and _exit(5): no handler runs
  *   proc_events vfork_exit STOP, proc_events fork_exit STOP
  *                           the same, the child leaving through _exit (a
  *                           failed exec's, a pre-fork worker's end); the
@@ -158,6 +161,13 @@ int main(int argc, char **argv)
 		raise(SIGSEGV);
 		return 4;
 	}
+	if (argc == 2 && !strcmp(argv[1], "masked_exit")) {
+		sigset_t all;
+		sigfillset(&all);
+		if (sigprocmask(SIG_BLOCK, &all, NULL) != 0)
+			return 2;
+		say_and_exit("masked exit\n", 5);
+	}
 	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork") ||
 			  !strcmp(argv[1], "vfork_exit") || !strcmp(argv[1], "fork_exit"))) {
 		bool quick = strchr(argv[1], '_') != NULL;
@@ -224,7 +234,7 @@ int main(int argc, char **argv)
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|crash|clone|ignore|vfork STOP|fork STOP|"
+	fprintf(stderr, "usage: proc_events exit|daemon|own|crash|masked_exit|clone|ignore|vfork STOP|fork STOP|"
 			"vfork_exit STOP|fork_exit STOP|bg STOP|dropuid UID\n");
 	return 1;
 }
