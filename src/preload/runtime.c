@@ -109,6 +109,7 @@ static void thread_seed(rt_thread *t, uint64_t idx)
 static void fork_prepare(void)
 {
 	rt_tls.forksave = rt_enter();
+	unwind_atfork_prepare();
 	pthread_mutex_lock(&rt.dump_lock);
 	dump_retired_lock();
 	table_lock(&rt.table); /* also the set's (rt_set.mu) */
@@ -136,6 +137,7 @@ void rt_adopt_child(void)
 	pthread_mutex_init(&rt.dump_lock, NULL);
 	dump_retired_reset_lock();
 	boot_scratch_atfork_child();
+	unwind_atfork_child();
 	rt.pid = (long)getpid();
 	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {

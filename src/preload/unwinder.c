@@ -151,6 +151,7 @@ static int capture_gcc(uintptr_t *pcs, int max)
  * stack than a sample may (its first sample could be on a small stack). */
 static __thread uintptr_t stack_lo, stack_hi;
 static uintptr_t main_lo, main_hi;
+static pthread_t main_self; /* the thread main_lo and main_hi are of */
 
 static bool on_main_thread(void)
 {
@@ -180,6 +181,24 @@ static void stack_bounds(void)
 	}
 	if (scratch)
 		boot_scratch_end();
+}
+
+void unwind_atfork_prepare(void)
+{
+	if (stack_hi == 0)
+		stack_bounds();
+}
+
+void unwind_atfork_child(void)
+{
+	/* Unknown only in a raw clone's child (no prepare). Made by the
+	 * parent's main thread, it keeps that thread's bounds; by another,
+	 * 0 has the first sample look them up from that thread's own stack
+	 * block (pthread_getattr_np reads /proc only for the main thread). */
+	if (stack_hi == 0 && main_hi && pthread_equal(pthread_self(), main_self))
+		return;
+	main_lo = stack_lo;
+	main_hi = stack_hi;
 }
 
 static inline bool fn_keeps_fp(uintptr_t ret);
@@ -685,6 +704,7 @@ int unwind_prepare(unwinder_kind k)
 		if (stack_hi > 1) {
 			main_lo = stack_lo;
 			main_hi = stack_hi;
+			main_self = pthread_self();
 		}
 	}
 	switch (k) {

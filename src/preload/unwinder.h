@@ -83,6 +83,16 @@ void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
 
+/*
+ * fork (and a raw clone the runtime adopts): the thread that forks becomes
+ * the child's main thread, on the stack it had. Before the fork, in that
+ * thread: look its stack up now if it never was. In the child: make it the
+ * main thread's, so a child forked from any thread but the parent's main
+ * one does not walk its stack against the parent's main-thread bounds.
+ */
+void unwind_atfork_prepare(void);
+void unwind_atfork_child(void);
+
 /* Forget what the fast path learnt about functions (whether each keeps a
  * frame pointer): after dlclose, other code may come to those addresses.
  * Async-signal-safe. */

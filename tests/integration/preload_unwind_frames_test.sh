@@ -9,7 +9,8 @@
 # into the wrong slots. Each of the 12 chains (depths 1-6, main thread and
 # a second thread) must appear exactly, from its outermost frame (_start
 # or the thread's clone) to leaf, and nothing else may end in leaf. Then
-# the same through machine code generated at run time ("jit").
+# the same through machine code generated at run time ("jit"), and in a
+# child forked by a thread ("fork").
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -40,4 +41,23 @@ bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/jit.pb.g
 [ "$(sort -u "$TMP/leaf" | wc -l)" = 1 ] || fail "jit: not one stack ends in leaf: $(cat "$TMP/leaf")"
 grep -qE '^_start;.*;main;run_jit;jit_level;0x[0-9a-f]+;leaf$' "$TMP/leaf" ||
 	fail "jit: stack not whole through the generated code: $(cat "$TMP/leaf")"
+# A child forked by a thread other than the main one: that thread is the
+# child's main thread, on its own stack, not the parent's main stack. The
+# runtime took the parent's main-thread bounds for it, found every sample
+# off the stack and walked frame pointers these functions do not keep,
+# which gave stacks of one frame and addresses read out of the data.
+mkdir "$TMP/fork"
+bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/fork/p.%p.pb.gz" \
+	"$PROG" 1200 fork >"$TMP/out" 2>"$TMP/err" || fail "fork: exit: $(head -3 "$TMP/err")"
+[ "$(cat "$TMP/out")" = "mallocs 1200" ] || fail "fork: output $(cat "$TMP/out")"
+for f in "$TMP"/fork/p.*.pb.gz; do
+	"$CLI" folded --alloc "$f" || fail "fork: folded $f"
+done | grep -E '(^|;)leaf [0-9]+$' | sed 's/ [0-9]*$//' >"$TMP/leaf"
+[ -s "$TMP/leaf" ] || fail "fork: no stack ends in leaf"
+good='^(__)?clone3?;start_thread;fork_thread_main;run;(vla_level;fixed_level;){1,6}vla_level;leaf$'
+if grep -vE "$good" "$TMP/leaf" >"$TMP/bad"; then
+	fail "fork: wrong stacks in the child, e.g. $(head -2 "$TMP/bad")"
+fi
+n=$(sort -u "$TMP/leaf" | wc -l)
+[ "$n" = 6 ] || fail "fork: $n distinct stacks end in leaf, not 6: $(sort -u "$TMP/leaf")"
 echo "preload unwind frames: ok"

@@ -4,7 +4,7 @@
  * -O2 -fomit-frame-pointer (tests/integration/CMakeLists.txt), so every
  * sample is unwound by libunwind and the runtime's cache of frame rules.
  *
- * Usage: unwind_frames N [jit]
+ * Usage: unwind_frames N [jit|fork]
  *
  * N times: a chain main -> vla_level -> fixed_level -> vla_level -> ...
  * -> leaf of 1 to 6 pairs (depth i % 6 + 1), then leaf mallocs and frees
@@ -18,6 +18,11 @@
  * STUB is machine code written at run time into an anonymous mapping (no
  * symbol, no unwind information; it sets up a frame pointer and calls
  * leaf), as a JIT compiler's code would be.
+ *
+ * With "fork": a second thread, which has allocated nothing, forks; the
+ * child (that thread, on its stack, now the child's main thread) runs the
+ * N chains from it, prints "mallocs N" and exit()s; the parent waits for
+ * it and exits with its status.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile unsigned sink;
@@ -71,6 +77,20 @@ static long run(long n)
 static void *thread_main(void *arg)
 {
 	return (void *)run((long)arg);
+}
+
+__attribute__((noinline)) static void *fork_thread_main(void *arg)
+{
+	fflush(stdout);
+	pid_t c = fork();
+	if (c == 0) {
+		printf("mallocs %ld\n", run((long)arg));
+		exit(0);
+	}
+	int st;
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
+		return (void *)1;
+	return (void *)(long)WEXITSTATUS(st);
 }
 
 typedef void *(*stub_fn)(size_t);
@@ -129,6 +149,14 @@ int main(int argc, char **argv)
 			return 77;
 		printf("mallocs %ld\n", done);
 		return 0;
+	}
+	if (argc == 3 && strcmp(argv[2], "fork") == 0) {
+		pthread_t t;
+		void *r;
+		if (pthread_create(&t, NULL, fork_thread_main, (void *)atol(argv[1])) != 0 ||
+		    pthread_join(t, &r) != 0)
+			return 1;
+		return (int)(long)r;
 	}
 	if (argc != 2)
 		return 2;
