@@ -16,20 +16,35 @@
 
 PROG=$AP_PROGDIR/unwind_frames
 [ -x "$PROG" ] || fail "not built: $PROG"
+
+# leaf_stacks NAME PROFILE...: the stacks ending in leaf, one a line, into
+# $TMP/leaf; fails when there is none.
+leaf_stacks() {
+	local name=$1 f
+	shift
+	for f in "$@"; do
+		"$CLI" folded --alloc "$f" || fail "$name: folded $f"
+	done | grep -E '(^|;)leaf [0-9]+$' | sed 's/ [0-9]*$//' >"$TMP/leaf"
+	[ -s "$TMP/leaf" ] || fail "$name: no stack ends in leaf"
+}
+# only_stacks NAME REGEX COUNT: every stack in $TMP/leaf matches REGEX, and
+# COUNT of them are distinct.
+only_stacks() {
+	if grep -vE "$2" "$TMP/leaf" >"$TMP/bad"; then
+		fail "$1: wrong stacks, e.g. $(head -2 "$TMP/bad")"
+	fi
+	local n
+	n=$(sort -u "$TMP/leaf" | wc -l)
+	[ "$n" = "$3" ] || fail "$1: $n distinct stacks end in leaf, not $3: $(sort -u "$TMP/leaf")"
+}
+
 for unw in libunwind; do
 	bounded 120 env LD_PRELOAD="$LIB" \
 		ALLOCPROF_OPTIONS="rate=1,unwinder=$unw,output=$TMP/$unw.pb.gz" \
 		"$PROG" 3000 >"$TMP/out" 2>"$TMP/err" || fail "$unw: exit: $(head -3 "$TMP/err")"
 	[ "$(cat "$TMP/out")" = "mallocs 6000" ] || fail "$unw: output $(cat "$TMP/out")"
-	"$CLI" folded --alloc "$TMP/$unw.pb.gz" >"$TMP/folded" || fail "$unw: folded"
-	grep -E '(^|;)leaf [0-9]+$' "$TMP/folded" | sed 's/ [0-9]*$//' >"$TMP/leaf"
-	[ -s "$TMP/leaf" ] || fail "$unw: no stack ends in leaf"
-	good='^(_start;.*;main|(__)?clone3?;start_thread);run;(vla_level;fixed_level;){1,6}vla_level;leaf$'
-	if grep -vE "$good" "$TMP/leaf" >"$TMP/bad"; then
-		fail "$unw: wrong stacks, e.g. $(head -2 "$TMP/bad")"
-	fi
-	n=$(sort -u "$TMP/leaf" | wc -l)
-	[ "$n" = 12 ] || fail "$unw: $n distinct stacks end in leaf, not 12: $(cat "$TMP/leaf")"
+	leaf_stacks "$unw" "$TMP/$unw.pb.gz"
+	only_stacks "$unw" '^(_start;.*;main|(__)?clone3?;start_thread);run;(vla_level;fixed_level;){1,6}vla_level;leaf$' 12
 	[ "$(grep -c '^_start' "$TMP/leaf")" = 6 ] || fail "$unw: not 6 chains from main"
 done
 # Code generated at run time (no symbol, no unwind information, a frame
@@ -50,14 +65,6 @@ mkdir "$TMP/fork"
 bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/fork/p.%p.pb.gz" \
 	"$PROG" 1200 fork >"$TMP/out" 2>"$TMP/err" || fail "fork: exit: $(head -3 "$TMP/err")"
 [ "$(cat "$TMP/out")" = "mallocs 1200" ] || fail "fork: output $(cat "$TMP/out")"
-for f in "$TMP"/fork/p.*.pb.gz; do
-	"$CLI" folded --alloc "$f" || fail "fork: folded $f"
-done | grep -E '(^|;)leaf [0-9]+$' | sed 's/ [0-9]*$//' >"$TMP/leaf"
-[ -s "$TMP/leaf" ] || fail "fork: no stack ends in leaf"
-good='^(__)?clone3?;start_thread;fork_thread_main;run;(vla_level;fixed_level;){1,6}vla_level;leaf$'
-if grep -vE "$good" "$TMP/leaf" >"$TMP/bad"; then
-	fail "fork: wrong stacks in the child, e.g. $(head -2 "$TMP/bad")"
-fi
-n=$(sort -u "$TMP/leaf" | wc -l)
-[ "$n" = 6 ] || fail "fork: $n distinct stacks end in leaf, not 6: $(sort -u "$TMP/leaf")"
+leaf_stacks fork "$TMP"/fork/p.*.pb.gz
+only_stacks fork '^(__)?clone3?;start_thread;fork_thread_main;run;(vla_level;fixed_level;){1,6}vla_level;leaf$' 6
 echo "preload unwind frames: ok"
