@@ -148,7 +148,7 @@ static const ap_option_spec specs[] = {
 	{ "seed", AP_OPT_U64, OFF(seed), 0, 0, NULL, 0, NULL,
 	  "random seed (0 = random; fixed seeds make runs reproducible)" },
 	{ "dump_at_exit", AP_OPT_BOOL, OFF(dump_at_exit), 0, 0, NULL, 0, NULL,
-	  "write a profile when the program exits" },
+	  "write a profile when the program exits or execs another" },
 	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
 	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
 	{ "interval", AP_OPT_CUSTOM, OFF(interval_ns), 0, 0, NULL, 0, parse_interval,
@@ -288,6 +288,13 @@ static bool put_u64(char *out, size_t cap, size_t *len, uint64_t v)
 int rt_expand_pattern(const char *pattern, long pid, uint64_t time_s,
 		      uint64_t seq, bool need_pid, char *out, size_t cap)
 {
+	return rt_expand_pattern_gen(pattern, pid, time_s, seq, need_pid, 0, out, cap);
+}
+
+int rt_expand_pattern_gen(const char *pattern, long pid, uint64_t time_s,
+			  uint64_t seq, bool need_pid, unsigned gen, char *out,
+			  size_t cap)
+{
 	if (!pattern || !out || cap == 0)
 		return AP_EINVAL;
 	size_t len = 0;
@@ -304,6 +311,10 @@ int rt_expand_pattern(const char *pattern, long pid, uint64_t time_s,
 		if (need_pid && !has_pid && (p == dot || (!dot && *p == '\0'))) {
 			if (!put(out, cap, &len, ".", 1) ||
 			    !put_u64(out, cap, &len, (uint64_t)pid))
+				return AP_ERANGE;
+		}
+		if (gen && (p == dot || (!dot && *p == '\0'))) {
+			if (!put(out, cap, &len, ".g", 2) || !put_u64(out, cap, &len, gen))
 				return AP_ERANGE;
 		}
 		if (*p == '\0')

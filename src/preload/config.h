@@ -118,5 +118,10 @@ int rt_anchor_pattern(const char *pattern, const char *cwd, char *out, size_t ca
  */
 int rt_expand_pattern(const char *pattern, long pid, uint64_t time_s,
 		      uint64_t seq, bool need_pid, char *out, size_t cap);
+/* The same, with ".gGEN" inserted there too when gen > 0 (after ".PID"):
+ * the names of a later runtime in the same process (procs_file_name). */
+int rt_expand_pattern_gen(const char *pattern, long pid, uint64_t time_s,
+			  uint64_t seq, bool need_pid, unsigned gen, char *out,
+			  size_t cap);
 
 #endif

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -46,6 +47,13 @@ static atomic_bool signal_dump_taken;
 static atomic_bool any_armed; /* some install() succeeded */
 
 static struct timespec start_coarse;
+/* The process's own start (its fork), which is earlier than the runtime's
+ * after an exec or in a runtime attached later; tv_sec 0: unknown. */
+static struct timespec start_process;
+/* Names of this runtime carry ".gN" (rt_expand_pattern_gen) once an earlier
+ * runtime in this process (before an exec, an earlier attach) was found to
+ * have written them; 0 until then. */
+static unsigned name_gen;
 static dev_t own_dev;
 static ino_t own_ino;
 static bool own_valid;
@@ -164,9 +172,49 @@ void (*procs_signal(int sig, void (*handler)(int), int flags, bool mask_self))(i
 
 /* ---- processes ----------------------------------------------------------- */
 
+/* start_process from /proc/self/stat's starttime (field 22, clock ticks
+ * since boot): now on the real-time clock minus the process's age on the
+ * boot clock. Raw reads: no stdio this early. */
+static void find_process_start(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold ')' and ' ' */
+	unsigned long hz = (unsigned long)getauxval(AT_CLKTCK);
+	if (!p || !hz)
+		return;
+	/* ") S ppid ...": after the name, field 3 (state) is the first. */
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return;
+	char *end;
+	unsigned long long ticks = strtoull(p + 1, &end, 10);
+	struct timespec boot, real;
+	if (end == p + 1 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+	    clock_gettime(CLOCK_REALTIME, &real) != 0)
+		return;
+	int64_t start_ns = (int64_t)(ticks / hz) * 1000000000LL +
+			   (int64_t)(ticks % hz) * (1000000000LL / (int64_t)hz);
+	int64_t age = (int64_t)boot.tv_sec * 1000000000LL + boot.tv_nsec - start_ns;
+	int64_t at = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec - (age > 0 ? age : 0);
+	if (at <= 0)
+		return;
+	start_process.tv_sec = (time_t)(at / 1000000000LL);
+	start_process.tv_nsec = (long)(at % 1000000000LL);
+}
+
 void procs_init(void)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
+	find_process_start();
 	if (!rt_attached) /* attached: the GOTs are not patched yet */
 		detect_init();
 	void *f = boot_next_sym("sigaction");
@@ -246,9 +294,12 @@ int procs_dlclose(void *handle)
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* Another process's file, written since this process started? Timestamps
- * come from the coarse clock the kernel stamps files with, so "after our
- * start" is decided on one clock; a tie counts as another's. */
+/* Another's file (another process's, or an earlier runtime's in this one),
+ * written since this process started? Timestamps come from the coarse
+ * clock the kernel stamps files with, so "after our start" is decided on
+ * one clock; a tie counts as another's. The process's start, not the
+ * runtime's: after an exec (or in a later attach) the files of the
+ * runtime before are not this one's to replace. */
 static bool written_by_another(const char *path)
 {
 	struct stat st;
@@ -256,9 +307,13 @@ static bool written_by_another(const char *path)
 		return false;
 	if (own_valid && st.st_dev == own_dev && st.st_ino == own_ino)
 		return false;
-	return st.st_mtim.tv_sec > start_coarse.tv_sec ||
-	       (st.st_mtim.tv_sec == start_coarse.tv_sec &&
-		st.st_mtim.tv_nsec >= start_coarse.tv_nsec);
+	struct timespec from = start_coarse;
+	if (start_process.tv_sec &&
+	    (start_process.tv_sec < from.tv_sec ||
+	     (start_process.tv_sec == from.tv_sec && start_process.tv_nsec < from.tv_nsec)))
+		from = start_process;
+	return st.st_mtim.tv_sec > from.tv_sec ||
+	       (st.st_mtim.tv_sec == from.tv_sec && st.st_mtim.tv_nsec >= from.tv_nsec);
 }
 
 /* "DIGITS.DIGITS" exactly; the first number into *pid. */
@@ -348,10 +403,21 @@ int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
 		clean_stale(pattern);
 	}
 	uint64_t t = (uint64_t)time(NULL);
-	int rc = rt_expand_pattern(pattern, rt.pid, t, seq, rt.forked_child, out, cap);
-	if (rc == 0 && !rt.forked_child && !strstr(pattern, "%p") &&
-	    written_by_another(out))
+	bool need_pid = rt.forked_child;
+	int rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen, out, cap);
+	if (rc == 0 && !need_pid && !name_gen && !strstr(pattern, "%p") &&
+	    written_by_another(out)) {
+		need_pid = true;
 		rc = rt_expand_pattern(pattern, rt.pid, t, seq, true, out, cap);
+	}
+	/* Still another's: this pid's own name, so an earlier runtime in this
+	 * process wrote it (the program before an exec, an earlier attach).
+	 * Its files stay; this runtime's names carry the next free ".gN". */
+	while (rc == 0 && name_gen < 1000 && written_by_another(out)) {
+		name_gen = name_gen ? name_gen + 1 : 2;
+		rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen,
+					   out, cap);
+	}
 	return rc;
 }
 

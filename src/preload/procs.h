@@ -8,6 +8,8 @@
  *   and clone children and wrappers (timeout, env, make) all inherit it. A
  *   process never replaces a file another process wrote after this one
  *   started: its own pid is inserted instead (rt_expand_pattern's need_pid).
+ *   Nor one an earlier runtime of this process wrote (the program before
+ *   an exec, same pid): ".gN" is inserted then (rt_expand_pattern_gen).
  * - Processes the fork handlers did not see. A raw clone(SIGCHLD) child is
  *   a copy of the parent whose pthread_atfork handlers never ran; a vfork
  *   child shares the parent's memory. The runtime checks getpid() against

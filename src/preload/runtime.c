@@ -720,18 +720,19 @@ __attribute__((destructor)) static void rt_destructor(void)
 	rt_exit_dump(true);
 }
 
-void rt_before_exit_now(void)
+/*
+ * A fault's handler ending the program (a crash reporter's _exit, or its
+ * exec of a reporting tool) writes no profile unless dump_on= names that
+ * signal: the heap or the runtime's own tables may be what is broken, and
+ * a dump that hangs or faults there would keep a crashed service from
+ * exiting. In such a handler the fault is blocked in the thread's mask (bit
+ * s - 1; dump_on keeps signal s at bit s) and the program has a handler
+ * for it. Without one, the blocked fault is a mask the program chose (a
+ * daemon that blocks every signal and waits for them with sigwait or a
+ * signalfd), not a handler: that _exit is an ordinary end, and dumps.
+ */
+static bool in_fault_handler(void)
 {
-	/* A fault's handler ending the process (a crash reporter's _exit)
-	 * writes no profile unless dump_on= names that signal: the heap or
-	 * the runtime's own tables may be what is broken, and a dump that
-	 * hangs or faults there would keep a crashed service from exiting.
-	 * In such a handler the fault is blocked in the thread's mask (bit
-	 * s - 1; dump_on keeps signal s at bit s) and the program has a
-	 * handler for it. Without one, the blocked fault is a mask the
-	 * program chose (a daemon that blocks every signal and waits for
-	 * them with sigwait or a signalfd), not a handler: that _exit is an
-	 * ordinary end, and dumps. */
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
 				      SIGTRAP, SIGSYS };
 	uint64_t blocked = rt_sigs_current();
@@ -741,12 +742,38 @@ void rt_before_exit_now(void)
 			continue;
 		struct sigaction now;
 		if (procs_sigaction(sig, NULL, &now) != 0)
-			return; /* cannot tell: as in a handler */
+			return true; /* cannot tell: as in a handler */
 		void (*h)(int) = now.sa_handler; /* sa_sigaction shares it */
 		if (h != SIG_DFL && h != SIG_IGN)
-			return;
+			return true;
 	}
-	rt_exit_dump(false);
+	return false;
+}
+
+void rt_before_exit_now(void)
+{
+	if (!in_fault_handler())
+		rt_exit_dump(false);
+}
+
+void rt_before_exec(void)
+{
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || !rt.opt.dump_at_exit ||
+	    in_fault_handler())
+		return;
+	uint64_t m = rt_enter();
+	/* Not in a process sharing this one's memory (vfork): nothing there
+	 * is its own. Not when nothing was sampled since the process started
+	 * or forked: a fork child that execs at once (every command a shell
+	 * runs) leaves no file. The threads stay: if the exec fails, the
+	 * program goes on as it was. */
+	if (procs_check_pid() && control_ever_on() && (!rt_attached || control_on())) {
+		table_totals tot;
+		table_totals_get(&rt.table, &tot);
+		if (tot.samples > 0)
+			dumper_dump_now(NULL);
+	}
+	rt_leave(m);
 }
 
 /* ---- public API ---------------------------------------------------------- */

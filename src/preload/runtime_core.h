@@ -288,6 +288,10 @@ void *rt_realloc_sampled(void *p, size_t n);
 /* _exit and _Exit (interpose_signal.c), before the process ends: the
  * profile at exit, as the library destructor writes it for exit(). */
 void rt_before_exit_now(void);
+/* The exec family (interpose_signal.c), before the program is replaced:
+ * its profile, when this process sampled anything since it started or
+ * forked (the next program's runtime names its files apart, procs.h). */
+void rt_before_exec(void);
 
 /* A copy of the process the fork handlers did not see (raw clone): take
  * it over as fork's child handler would (runtime.c). */
