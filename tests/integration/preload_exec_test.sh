@@ -58,7 +58,7 @@ has "$TMP/one/p.g2.$pid.pb.gz" after_exec_block || fail "reexec: the second prog
 # Interval dumps before the exec: none is replaced by the program after it.
 mkdir "$TMP/seq"
 bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=4096,interval=20ms,output=$TMP/seq/p.%p.%n.pb.gz" \
-	"$PROG" reexec 200 >"$TMP/out" 2>"$TMP/err" || fail "reexec interval: exit: $(head -3 "$TMP/err")"
+	"$PROG" reexec 400 >"$TMP/out" 2>"$TMP/err" || fail "reexec interval: exit: $(head -3 "$TMP/err")"
 n=0
 for f in "$TMP"/seq/p.[0-9]*.pb.gz; do
 	has "$f" before_exec_block || fail "reexec interval: $(basename "$f") lost the first program's samples"
