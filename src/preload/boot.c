@@ -338,7 +338,20 @@ static bool defined_at(void *f)
 	return sym->st_shndx != SHN_UNDEF;
 }
 
+static void *next_sym(const char *name);
+
+/* Inside the runtime: what the loader allocates for the lookup (dlsym's
+ * error state, the message of a symbol not found: jemalloc's API over
+ * glibc) is not the program's, and was in its profile. */
 void *boot_next_sym(const char *name)
+{
+	uint64_t m = rt_enter();
+	void *f = next_sym(name);
+	rt_leave(m);
+	return f;
+}
+
+static void *next_sym(const char *name)
 {
 	if (!rt_attached)
 		return dlsym(RTLD_NEXT, name);

@@ -238,6 +238,34 @@ static int sample_site(const ap_profile *p, const ap_sample *s,
 	return -1;
 }
 
+/* The name of the object of s's frame i ("" when unknown). */
+static const char *frame_object(const ap_profile *p, const ap_sample *s, size_t i)
+{
+	const ap_location *loc = ap_profile_location(p, s->location_ids[i]);
+	const ap_mapping *m = loc ? ap_profile_mapping(p, loc->mapping_id) : NULL;
+	return m ? ap_profile_string(p, m->filename) : "";
+}
+
+/* Was s allocated by the runtime on its own account? Its frames are
+ * dropped at the leaf; one further up is either the runtime standing in
+ * for a C++ operator the program called (operator new throwing bad_alloc:
+ * the program's own exception, the program's frames further out) or an
+ * allocation the runtime made itself, called from nothing of the
+ * program's (its dlsym lookups' error messages were, over glibc). */
+static bool made_by_runtime(const ap_profile *p, const ap_sample *s)
+{
+	size_t n = s->nlocations, r = n;
+	for (size_t i = 0; i < n; i++)
+		if (strstr(frame_object(p, s, i), "liballocprof_preload"))
+			r = i; /* leaf first: the outermost one wins */
+	if (r == n)
+		return false;
+	for (size_t i = r + 1; i < n; i++)
+		if (strstr(frame_object(p, s, i), exact_prog))
+			return false;
+	return true;
+}
+
 /* Paths of the profiles in dir ("*.pb.gz"), sorted; returns the count. */
 static size_t list_profiles(const char *dir, char paths[][4096], size_t max)
 {
@@ -333,6 +361,11 @@ static long tally(const ap_profile *p, struct expect *e, bool rate1)
 	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const ap_sample *s = &p->samples[i];
+		if (rate1 && made_by_runtime(p, s)) {
+			fprintf(stderr, "  a sample made inside the runtime "
+				"(its own lookups are not the program's)\n");
+			return -1;
+		}
 		int site = sample_site(p, s, e);
 		if (site < 0)
 			continue;
