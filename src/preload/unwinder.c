@@ -13,8 +13,9 @@
  * process_vm_readv instead (capture_fp_checked).
  *
  * Every capture starts by measuring the room left on its stack
- * (stack_room): below UNWIND_STACK_NEED it takes the checked walk, whatever
- * unwinder was chosen, since libunwind alone needs about 5 KiB.
+ * (stack_room): below UNWIND_STACK_NEED, since libunwind alone needs about
+ * 5 KiB, the libunwind unwinder runs on a stack of the runtime's
+ * (capture_alt) and the others take the checked walk.
  */
 #include "unwinder.h"
 
@@ -639,6 +640,85 @@ __attribute__((noinline)) static int step_here(uintptr_t *pcs, int max)
 }
 
 /*
+ * A stack of unknown extent (a coroutine's) or with too little room left
+ * for libunwind (about 5 KiB): the registers are saved where the sample
+ * is taken (unw_getcontext writes them into the job, not onto that stack),
+ * and libunwind steps from them on a stack of the runtime's own, mapped
+ * per thread at its first such sample. The sample's stack only holds
+ * capture_alt's small frame, and its frames come out whole through code
+ * without frame pointers, which the checked frame-pointer walk cannot
+ * follow. libunwind reads frames where their unwind information puts them
+ * and checks each address itself where there is none.
+ */
+#define ALT_BYTES ((size_t)64 * 1024)
+struct alt_job {
+	unw_context_t uc;
+	uintptr_t *pcs;
+	int max, n;
+};
+static __thread char *alt_map; /* [struct alt_job | ... stack ...] */
+
+static void alt_steps(struct alt_job *j)
+{
+	unw_cursor_t cur;
+	unw_word_t x;
+	int n = 0;
+	if (unw_init_local(&cur, &j->uc) == 0)
+		while (n < j->max && unw_step(&cur) > 0 &&
+		       unw_get_reg(&cur, UNW_REG_IP, &x) == 0 && x)
+			j->pcs[n++] = (uintptr_t)x;
+	j->n = n;
+}
+
+/* fn(arg) with the stack pointer at top (16-byte aligned): the System V
+ * ABI's callee-saved registers survive the call, every other one is
+ * declared clobbered, and %rbx carries the old stack pointer across. */
+__attribute__((noinline)) static void run_on_stack(void *top, void (*fn)(struct alt_job *),
+						   struct alt_job *arg)
+{
+	__asm__ volatile("mov %%rsp, %%rbx\n\t"
+			 "mov %[top], %%rsp\n\t"
+			 "mov %[arg], %%rdi\n\t"
+			 "call *%[fn]\n\t"
+			 "mov %%rbx, %%rsp"
+			 :
+			 : [top] "r"(top), [fn] "r"(fn), [arg] "r"(arg)
+			 : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+			   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+			   "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+			   "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)",
+			   "st(6)", "st(7)", "memory", "cc");
+}
+
+/* Frames from the caller of capture_alt on; -1 when there is no stack of
+ * the runtime's to run on (then the checked walk). */
+__attribute__((noinline)) static int capture_alt(uintptr_t *pcs, int max)
+{
+	if (!alt_map) {
+		void *m = mmap(NULL, ALT_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return -1;
+		alt_map = m;
+	}
+	struct alt_job *j = (struct alt_job *)(void *)alt_map;
+	if (unw_getcontext(&j->uc) != 0)
+		return -1;
+	j->pcs = pcs;
+	j->max = max;
+	j->n = 0;
+	run_on_stack(alt_map + ALT_BYTES, alt_steps, j);
+	return j->n;
+}
+
+static void alt_thread_exit(void)
+{
+	if (alt_map)
+		munmap(alt_map, ALT_BYTES);
+	alt_map = NULL;
+}
+
+/*
  * The libunwind unwinder: the frame-pointer walk for as long as each
  * function on the way keeps a frame pointer (fn_keeps_fp), libunwind's
  * steps from the first one that does not (every stack ends in one: libc's
@@ -659,6 +739,17 @@ __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 }
 #else
 void unwind_forget_code(void)
+{
+}
+
+static int capture_alt(uintptr_t *pcs, int max)
+{
+	(void)pcs;
+	(void)max;
+	return -1;
+}
+
+static void alt_thread_exit(void)
 {
 }
 
@@ -751,6 +842,24 @@ void unwind_thread_exit(void)
 	if (cap_buf)
 		munmap(cap_buf, CAP_BYTES);
 	cap_buf = NULL;
+	alt_thread_exit();
+}
+
+static int capture_with(unwinder_kind k, uintptr_t *pcs, int want)
+{
+	switch (k) {
+	case UNWINDER_LIBGCC:
+		return capture_gcc(pcs, want);
+	case UNWINDER_FP:
+		return capture_fp(pcs, want);
+	case UNWINDER_FP_CHECKED:
+		return capture_fp_checked(pcs, want);
+	case UNWINDER_LIBUNWIND_ONLY:
+		return unw_backtrace((void **)pcs, want);
+	case UNWINDER_LIBUNWIND:
+	default:
+		return capture_mixed(pcs, want);
+	}
 }
 
 const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
@@ -768,28 +877,13 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 	if (max <= 0)
 		return cap_buf;
 	int want = max + UNWIND_SELF_MAX;
-	int n;
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	if (stack_room(sp) < UNWIND_STACK_NEED)
-		k = UNWINDER_FP_CHECKED;
-	switch (k) {
-	case UNWINDER_LIBGCC:
-		n = capture_gcc(cap_buf, want);
-		break;
-	case UNWINDER_FP:
-		n = capture_fp(cap_buf, want);
-		break;
-	case UNWINDER_FP_CHECKED:
-		n = capture_fp_checked(cap_buf, want);
-		break;
-	case UNWINDER_LIBUNWIND_ONLY:
-		n = unw_backtrace((void **)cap_buf, want);
-		break;
-	case UNWINDER_LIBUNWIND:
-	default:
-		n = capture_mixed(cap_buf, want);
-		break;
-	}
+	bool small = stack_room(sp) < UNWIND_STACK_NEED;
+	int n = small && (k == UNWINDER_LIBUNWIND || k == UNWINDER_LIBUNWIND_ONLY)
+			? capture_alt(cap_buf, want)
+			: -1;
+	if (n < 0)
+		n = capture_with(small ? UNWINDER_FP_CHECKED : k, cap_buf, want);
 	int skip = 0;
 	if (self_hi > self_lo)
 		while (skip < n && cap_buf[skip] >= self_lo && cap_buf[skip] < self_hi)

@@ -22,12 +22,13 @@
  * Descriptors: libunwind's memory checks are redirected so that they use
  * none (unwind_nofd.c); the others never used any.
  *
- * Stack: the frames go into a per-thread buffer, not onto the stack, and a
+ * Stack: the frames go into a per-thread buffer, not onto the stack. A
  * capture on a stack with less than UNWIND_STACK_NEED bytes left below the
  * stack pointer (an alternate signal stack, a coroutine's stack, whose
- * extent is unknown and so counts as none) uses UNWINDER_FP_CHECKED: a
- * frame-pointer walk that reads every frame record with process_vm_readv,
- * a few hundred bytes of stack whatever unwinder was chosen.
+ * extent is unknown and so counts as none) runs libunwind from the saved
+ * registers on a per-thread stack of the runtime's (the libunwind kinds),
+ * or takes UNWINDER_FP_CHECKED: a frame-pointer walk that reads every
+ * frame record with process_vm_readv, a few hundred bytes of stack.
  */
 #ifndef AP_PRELOAD_UNWINDER_H
 #define AP_PRELOAD_UNWINDER_H

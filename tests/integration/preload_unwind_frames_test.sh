@@ -9,8 +9,8 @@
 # into the wrong slots. Each of the 12 chains (depths 1-6, main thread and
 # a second thread) must appear exactly, from its outermost frame (_start
 # or the thread's clone) to leaf, and nothing else may end in leaf. Then
-# the same through machine code generated at run time ("jit"), and in a
-# child forked by a thread ("fork").
+# the same through machine code generated at run time ("jit"), in a child
+# forked by a thread ("fork"), and on a coroutine's stack ("coro").
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -67,4 +67,13 @@ bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/fork/p.%
 [ "$(cat "$TMP/out")" = "mallocs 1200" ] || fail "fork: output $(cat "$TMP/out")"
 leaf_stacks fork "$TMP"/fork/p.*.pb.gz
 only_stacks fork '^(__)?clone3?;start_thread;fork_thread_main;run;(vla_level;fixed_level;){1,6}vla_level;leaf$' 6
+# On a coroutine's stack (extent unknown): the frame-pointer walk the
+# runtime took there could not follow these functions, so their stacks
+# ended at leaf or went on with stale addresses; libunwind, run from the
+# saved registers on a stack of the runtime's, follows them whole.
+bounded 120 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,output=$TMP/coro.pb.gz" \
+	"$PROG" 1200 coro >"$TMP/out" 2>"$TMP/err" || fail "coro: exit: $(head -3 "$TMP/err")"
+[ "$(cat "$TMP/out")" = "mallocs 1200" ] || fail "coro: output $(cat "$TMP/out")"
+leaf_stacks coro "$TMP/coro.pb.gz"
+only_stacks coro ';coro_entry;run;(vla_level;fixed_level;){1,6}vla_level;leaf$' 6
 echo "preload unwind frames: ok"

@@ -4,7 +4,7 @@
  * -O2 -fomit-frame-pointer (tests/integration/CMakeLists.txt), so every
  * sample is unwound by libunwind and the runtime's cache of frame rules.
  *
- * Usage: unwind_frames N [jit|fork]
+ * Usage: unwind_frames N [jit|fork|coro]
  *
  * N times: a chain main -> vla_level -> fixed_level -> vla_level -> ...
  * -> leaf of 1 to 6 pairs (depth i % 6 + 1), then leaf mallocs and frees
@@ -23,6 +23,9 @@
  * child (that thread, on its stack, now the child's main thread) runs the
  * N chains from it, prints "mallocs N" and exit()s; the parent waits for
  * it and exits with its status.
+ *
+ * With "coro": the N chains run from coro_entry on a 64 KiB ucontext
+ * coroutine stack (makecontext), whose extent the runtime does not know.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -32,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static volatile unsigned sink;
@@ -93,6 +97,32 @@ __attribute__((noinline)) static void *fork_thread_main(void *arg)
 	return (void *)(long)WEXITSTATUS(st);
 }
 
+static ucontext_t coro_main_ctx, coro_ctx;
+static long coro_n, coro_done;
+
+__attribute__((noinline)) static void coro_entry(void)
+{
+	coro_done = run(coro_n);
+}
+
+static int run_coro(long n)
+{
+	size_t sz = 64 * 1024;
+	char *st = malloc(sz);
+	if (!st || getcontext(&coro_ctx) != 0)
+		return 1;
+	coro_ctx.uc_stack.ss_sp = st;
+	coro_ctx.uc_stack.ss_size = sz;
+	coro_ctx.uc_link = &coro_main_ctx;
+	coro_n = n;
+	makecontext(&coro_ctx, coro_entry, 0);
+	if (swapcontext(&coro_main_ctx, &coro_ctx) != 0)
+		return 1;
+	free(st);
+	printf("mallocs %ld\n", coro_done);
+	return 0;
+}
+
 typedef void *(*stub_fn)(size_t);
 
 /* push %rbp; mov %rsp,%rbp; movabs $target,%rax; call *%rax; pop %rbp; ret */
@@ -150,6 +180,8 @@ int main(int argc, char **argv)
 		printf("mallocs %ld\n", done);
 		return 0;
 	}
+	if (argc == 3 && strcmp(argv[2], "coro") == 0)
+		return run_coro(atol(argv[1]));
 	if (argc == 3 && strcmp(argv[2], "fork") == 0) {
 		pthread_t t;
 		void *r;
