@@ -845,6 +845,17 @@ void unwind_thread_exit(void)
 	alt_thread_exit();
 }
 
+/* In a handler on the alternate signal stack: a crash reporter's, maybe
+ * after a stack overflow. libunwind would go on into the interrupted
+ * frames, reading where their unwind information says without checking
+ * the address, and there the stack may be what broke; the checked walk
+ * cannot fault. */
+static bool on_signal_stack(void)
+{
+	stack_t ss;
+	return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
 static int capture_with(unwinder_kind k, uintptr_t *pcs, int want)
 {
 	switch (k) {
@@ -879,7 +890,8 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 	int want = max + UNWIND_SELF_MAX;
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	bool small = stack_room(sp) < UNWIND_STACK_NEED;
-	int n = small && (k == UNWINDER_LIBUNWIND || k == UNWINDER_LIBUNWIND_ONLY)
+	int n = small && (k == UNWINDER_LIBUNWIND || k == UNWINDER_LIBUNWIND_ONLY) &&
+			!on_signal_stack()
 			? capture_alt(cap_buf, want)
 			: -1;
 	if (n < 0)
