@@ -770,8 +770,14 @@ void rt_before_exec(void)
 	if (procs_check_pid() && control_ever_on() && (!rt_attached || control_on())) {
 		table_totals tot;
 		table_totals_get(&rt.table, &tot);
-		if (tot.samples > 0)
+		if (tot.samples > 0) {
+			/* From a handler (a server that re-execs itself on
+			 * SIGHUP), as at exit: not the allocator's statistics,
+			 * whose locks the interrupted code may hold. */
+			dumper_exit_mask(m != RT_SIGS_NONE ? m : rt_sigs_current());
 			dumper_dump_now(NULL);
+			dumper_exit_mask(0);
+		}
 	}
 	rt_leave(m);
 }

@@ -3,7 +3,7 @@
  * The runtime interposes them all (src/preload/interpose_exec.c); the
  * program's output must be the same profiled or not.
  *
- * Usage: exec_forms | exec_forms reexec [MS]
+ * Usage: exec_forms | exec_forms reexec [MS] | exec_forms timer_reexec
  *
  * For each form a fork child execs /bin/echo or /bin/sh with arguments
  * (and an environment where the form takes one) that name the form, and
@@ -15,13 +15,22 @@
  * reexec: keeps a 1 MiB block from before_exec_block, waits MS ms (default
  * 0: interval dumps can run meanwhile), then execs itself as "exec_forms
  * after", which keeps one from after_exec_block, prints "after" and exits 0.
+ *
+ * timer_reexec: a server that re-execs itself from a signal handler. Two
+ * threads allocate and free without pause; a timer's SIGALRM, 20 ms on,
+ * runs a handler that execs "exec_forms after", so the handler has most
+ * likely interrupted malloc, which may hold the allocator's lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,8 +101,48 @@ __attribute__((noinline)) static void after_exec_block(void)
 		memset(kept, 2, 1 << 20);
 }
 
+static char *self_path;
+
+static void reexec_on_alarm(int sig)
+{
+	(void)sig;
+	execl(self_path, self_path, "after", (char *)NULL);
+	_exit(6);
+}
+
+static void churn_forever(void)
+{
+	void *keep[64] = { 0 };
+	for (unsigned i = 0;; i++) {
+		free(keep[i & 63]);
+		keep[i & 63] = malloc(64 + i % 5000);
+	}
+}
+
+static void *churn_thread(void *arg)
+{
+	(void)arg;
+	churn_forever();
+	return NULL;
+}
+
+static int timer_reexec(const char *self)
+{
+	self_path = (char *)(uintptr_t)self;
+	pthread_t t;
+	if (pthread_create(&t, NULL, churn_thread, NULL) != 0)
+		return 1;
+	signal(SIGALRM, reexec_on_alarm);
+	struct itimerval it = { { 0, 0 }, { 0, 20000 } };
+	if (setitimer(ITIMER_REAL, &it, NULL) != 0)
+		return 1;
+	churn_forever();
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "timer_reexec"))
+		return timer_reexec(argv[0]);
 	if (argc >= 2 && !strcmp(argv[1], "reexec")) {
 		before_exec_block();
 		if (argc == 3)
