@@ -294,26 +294,35 @@ int procs_dlclose(void *handle)
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* Another's file (another process's, or an earlier runtime's in this one),
- * written since this process started? Timestamps come from the coarse
- * clock the kernel stamps files with, so "after our start" is decided on
- * one clock; a tie counts as another's. The process's start, not the
- * runtime's: after an exec (or in a later attach) the files of the
- * runtime before are not this one's to replace. */
-static bool written_by_another(const char *path)
+/* A file not written by this runtime, written since `from` (its
+ * modification time at or after it: a tie counts as another's)? */
+static bool written_since(const char *path, const struct timespec *from)
 {
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
 	if (own_valid && st.st_dev == own_dev && st.st_ino == own_ino)
 		return false;
-	struct timespec from = start_coarse;
-	if (start_process.tv_sec &&
-	    (start_process.tv_sec < from.tv_sec ||
-	     (start_process.tv_sec == from.tv_sec && start_process.tv_nsec < from.tv_nsec)))
-		from = start_process;
-	return st.st_mtim.tv_sec > from.tv_sec ||
-	       (st.st_mtim.tv_sec == from.tv_sec && st.st_mtim.tv_nsec >= from.tv_nsec);
+	return st.st_mtim.tv_sec > from->tv_sec ||
+	       (st.st_mtim.tv_sec == from->tv_sec && st.st_mtim.tv_nsec >= from->tv_nsec);
+}
+
+/* Another process's file, written since this runtime started? Timestamps
+ * come from the coarse clock the kernel stamps files with, so "after our
+ * start" is decided on one clock. */
+static bool written_by_another(const char *path)
+{
+	return written_since(path, &start_coarse);
+}
+
+/* A file under this process's own pid that this runtime did not write,
+ * written since the process started: an earlier runtime's in this process
+ * (the program before an exec). Only names that carry the pid are asked
+ * about, so the start's 10 ms grain cannot take a file another process
+ * wrote just before the fork for one. */
+static bool written_by_earlier_image(const char *path)
+{
+	return start_process.tv_sec && written_since(path, &start_process);
 }
 
 /* "DIGITS.DIGITS" exactly; the first number into *pid. */
@@ -410,10 +419,11 @@ int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
 		need_pid = true;
 		rc = rt_expand_pattern(pattern, rt.pid, t, seq, true, out, cap);
 	}
-	/* Still another's: this pid's own name, so an earlier runtime in this
-	 * process wrote it (the program before an exec, an earlier attach).
-	 * Its files stay; this runtime's names carry the next free ".gN". */
-	while (rc == 0 && name_gen < 1000 && written_by_another(out)) {
+	/* A name with this pid in it that an earlier runtime in this process
+	 * wrote (the program before an exec): its files stay, and this
+	 * runtime's names carry the next free ".gN". */
+	bool own_pid = need_pid || strstr(pattern, "%p");
+	while (rc == 0 && own_pid && name_gen < 1000 && written_by_earlier_image(out)) {
 		name_gen = name_gen ? name_gen + 1 : 2;
 		rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen,
 					   out, cap);
