@@ -288,7 +288,7 @@ void *rt_realloc_sampled(void *p, size_t n);
 /* _exit and _Exit (interpose_signal.c), before the process ends: the
  * profile at exit, as the library destructor writes it for exit(). */
 void rt_before_exit_now(void);
-/* The exec family (interpose_signal.c), before the program is replaced:
+/* The exec family (interpose_exec.c), before the program is replaced:
  * its profile, when this process sampled anything since it started or
  * forked (the next program's runtime names its files apart, procs.h). */
 void rt_before_exec(void);

@@ -767,11 +767,12 @@ static int capture_mixed(uintptr_t *pcs, int max)
 
 /*
  * Room left below sp on the stack it is on: the thread's stack, or the
- * alternate signal stack a handler runs on; 0 when sp is on neither (a
- * coroutine's stack, whose extent nothing tells).
+ * alternate signal stack a handler runs on (*on_alt set); 0 when sp is on
+ * neither (a coroutine's stack, whose extent nothing tells).
  */
-static size_t stack_room(uintptr_t sp)
+static size_t stack_room(uintptr_t sp, bool *on_alt)
 {
+	*on_alt = false;
 	if (stack_hi == 0)
 		stack_bounds();
 	if (stack_lo == 1 && stack_hi == 1)
@@ -779,8 +780,10 @@ static size_t stack_room(uintptr_t sp)
 	if (sp > stack_lo && sp <= stack_hi)
 		return sp - stack_lo;
 	stack_t ss;
-	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
-	    sp > (uintptr_t)ss.ss_sp && sp <= (uintptr_t)ss.ss_sp + ss.ss_size)
+	if (sigaltstack(NULL, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK))
+		return 0;
+	*on_alt = true;
+	if (sp > (uintptr_t)ss.ss_sp && sp <= (uintptr_t)ss.ss_sp + ss.ss_size)
 		return sp - (uintptr_t)ss.ss_sp;
 	return 0;
 }
@@ -845,17 +848,6 @@ void unwind_thread_exit(void)
 	alt_thread_exit();
 }
 
-/* In a handler on the alternate signal stack: a crash reporter's, maybe
- * after a stack overflow. libunwind would go on into the interrupted
- * frames, reading where their unwind information says without checking
- * the address, and there the stack may be what broke; the checked walk
- * cannot fault. */
-static bool on_signal_stack(void)
-{
-	stack_t ss;
-	return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
-}
-
 static int capture_with(unwinder_kind k, uintptr_t *pcs, int want)
 {
 	switch (k) {
@@ -889,9 +881,14 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 		return cap_buf;
 	int want = max + UNWIND_SELF_MAX;
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	bool small = stack_room(sp) < UNWIND_STACK_NEED;
-	int n = small && (k == UNWINDER_LIBUNWIND || k == UNWINDER_LIBUNWIND_ONLY) &&
-			!on_signal_stack()
+	bool on_alt;
+	bool small = stack_room(sp, &on_alt) < UNWIND_STACK_NEED;
+	/* Not in a handler on the alternate signal stack (a crash reporter's,
+	 * maybe after a stack overflow): libunwind would go on into the
+	 * interrupted frames, reading where their unwind information says
+	 * without checking the address, and there the stack may be what
+	 * broke; the checked walk cannot fault. */
+	int n = small && !on_alt && (k == UNWINDER_LIBUNWIND || k == UNWINDER_LIBUNWIND_ONLY)
 			? capture_alt(cap_buf, want)
 			: -1;
 	if (n < 0)
