@@ -47,12 +47,12 @@ static atomic_bool signal_dump_taken;
 static atomic_bool any_armed; /* some install() succeeded */
 
 static struct timespec start_coarse;
-/* The process's own start (its fork), which is earlier than the runtime's
- * after an exec or in a runtime attached later; tv_sec 0: unknown. */
+/* The process's own start (its fork), earlier than the runtime's after an
+ * exec; tv_sec 0: unknown. */
 static struct timespec start_process;
-/* Names of this runtime carry ".gN" (rt_expand_pattern_gen) once an earlier
- * runtime in this process (before an exec, an earlier attach) was found to
- * have written them; 0 until then. */
+/* Names with this pid in them carry ".gN" (rt_expand_pattern_gen) once an
+ * earlier runtime in this process (the program before an exec) was found
+ * to have written them; 0 until then. */
 static unsigned name_gen;
 static dev_t own_dev;
 static ino_t own_ino;
@@ -412,17 +412,19 @@ int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
 		clean_stale(pattern);
 	}
 	uint64_t t = (uint64_t)time(NULL);
+	bool has_pid = strstr(pattern, "%p") != NULL;
 	bool need_pid = rt.forked_child;
-	int rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen, out, cap);
-	if (rc == 0 && !need_pid && !name_gen && !strstr(pattern, "%p") &&
-	    written_by_another(out)) {
-		need_pid = true;
-		rc = rt_expand_pattern(pattern, rt.pid, t, seq, true, out, cap);
+	int rc = 0;
+	if (!need_pid && !has_pid) {
+		rc = rt_expand_pattern(pattern, rt.pid, t, seq, false, out, cap);
+		need_pid = rc == 0 && written_by_another(out);
 	}
 	/* A name with this pid in it that an earlier runtime in this process
 	 * wrote (the program before an exec): its files stay, and this
 	 * runtime's names carry the next free ".gN". */
-	bool own_pid = need_pid || strstr(pattern, "%p");
+	bool own_pid = need_pid || has_pid;
+	if (rc == 0 && own_pid) /* else the plain name above stands */
+		rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen, out, cap);
 	while (rc == 0 && own_pid && name_gen < 1000 && written_by_earlier_image(out)) {
 		name_gen = name_gen ? name_gen + 1 : 2;
 		rc = rt_expand_pattern_gen(pattern, rt.pid, t, seq, need_pid, name_gen,
