@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -50,18 +51,22 @@ __attribute__((constructor)) static void resolve_exec(void)
 					      memory_order_relaxed);
 }
 
-#define NEXT(type, i)                                                         \
-	type next_ = NULL;                                                    \
-	void *f_ = atomic_load_explicit(&next[i], memory_order_relaxed);      \
-	if (!f_) {                                                            \
-		resolve_exec();                                               \
-		f_ = atomic_load_explicit(&next[i], memory_order_relaxed);    \
-	}                                                                     \
-	if (!f_) {                                                            \
-		errno = ENOSYS;                                               \
-		return -1;                                                    \
-	}                                                                     \
-	memcpy(&next_, &f_, sizeof f_)
+/* The next definition of entry i into *fp (a function pointer); false with
+ * errno ENOSYS when there is none. */
+static bool next_fn(int i, void *fp)
+{
+	void *f = atomic_load_explicit(&next[i], memory_order_relaxed);
+	if (!f) {
+		resolve_exec();
+		f = atomic_load_explicit(&next[i], memory_order_relaxed);
+	}
+	if (!f) {
+		errno = ENOSYS;
+		return false;
+	}
+	memcpy(fp, &f, sizeof f);
+	return true;
+}
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -71,44 +76,56 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	rt_before_exec();
-	NEXT(execve_fn, F_EXECVE);
-	return next_(path, argv, envp);
+	execve_fn f;
+	if (!next_fn(F_EXECVE, &f))
+		return -1;
+	return f(path, argv, envp);
 }
 
 EXPORT int execv(const char *path, char *const argv[])
 {
 	rt_before_exec();
-	NEXT(execv_fn, F_EXECV);
-	return next_(path, argv);
+	execv_fn f;
+	if (!next_fn(F_EXECV, &f))
+		return -1;
+	return f(path, argv);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	rt_before_exec();
-	NEXT(execv_fn, F_EXECVP);
-	return next_(file, argv);
+	execv_fn f;
+	if (!next_fn(F_EXECVP, &f))
+		return -1;
+	return f(file, argv);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	rt_before_exec();
-	NEXT(execve_fn, F_EXECVPE);
-	return next_(file, argv, envp);
+	execve_fn f;
+	if (!next_fn(F_EXECVPE, &f))
+		return -1;
+	return f(file, argv, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	rt_before_exec();
-	NEXT(fexecve_fn, F_FEXECVE);
-	return next_(fd, argv, envp);
+	fexecve_fn f;
+	if (!next_fn(F_FEXECVE, &f))
+		return -1;
+	return f(fd, argv, envp);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		    int flags)
 {
 	rt_before_exec();
-	NEXT(execveat_fn, F_EXECVEAT);
-	return next_(dirfd, path, argv, envp, flags);
+	execveat_fn f;
+	if (!next_fn(F_EXECVEAT, &f))
+		return -1;
+	return f(dirfd, path, argv, envp, flags);
 }
 
 /* The list forms: count the arguments, then gather them (and execle's
