@@ -672,6 +672,23 @@ __attribute__((constructor)) static void rt_constructor(void)
  * (procs_shared_exit); at _exit, the usual end of a vfork child whose exec
  * failed, it does nothing.
  */
+/* The last profile of a program (at exit, at exec) is written: asked for,
+ * sampling ever started (nothing to say otherwise), and an attached
+ * runtime still attached. */
+static bool last_dump_wanted(void)
+{
+	return rt.opt.dump_at_exit && control_ever_on() && (!rt_attached || control_on());
+}
+
+/* The thread's mask for dumper_exit_mask, from rt_enter's m: rt_enter
+ * blocked nothing (m is RT_SIGS_NONE) when every handler is held back by
+ * the trampoline, and then the thread's own mask tells whether this runs
+ * in a handler (its signal blocked). */
+static uint64_t mask_at(uint64_t m)
+{
+	return m != RT_SIGS_NONE ? m : rt_sigs_current();
+}
+
 static void rt_exit_dump(bool shared_dump)
 {
 	if (atomic_load(&rt.state) != RT_READY)
@@ -703,12 +720,9 @@ static void rt_exit_dump(bool shared_dump)
 	}
 	http_runtime_stop();
 	dumper_stop();
-	/* rt_enter blocked nothing (m is RT_SIGS_NONE) when every handler is
-	 * held back by the trampoline: then the thread's own mask tells
-	 * whether exit() came from a handler (its signal blocked). */
-	dumper_exit_mask(m != RT_SIGS_NONE ? m : rt_sigs_current());
-	if (rt.opt.dump_at_exit && control_ever_on() && (!rt_attached || control_on()))
-		dumper_dump_now(NULL); /* nothing to say if never started */
+	dumper_exit_mask(mask_at(m));
+	if (last_dump_wanted())
+		dumper_dump_now(NULL);
 	push_at_exit(); /* bounded: PUSH_EXIT_WAIT_MS */
 	if (rt.opt.verbose)
 		rt_memory_report();
@@ -758,8 +772,7 @@ void rt_before_exit_now(void)
 
 void rt_before_exec(void)
 {
-	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || !rt.opt.dump_at_exit ||
-	    in_fault_handler())
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler())
 		return;
 	uint64_t m = rt_enter();
 	/* Not in a process sharing this one's memory (vfork): nothing there
@@ -767,14 +780,14 @@ void rt_before_exec(void)
 	 * or forked: a fork child that execs at once (every command a shell
 	 * runs) leaves no file. The threads stay: if the exec fails, the
 	 * program goes on as it was. */
-	if (procs_check_pid() && control_ever_on() && (!rt_attached || control_on())) {
+	if (procs_check_pid() && last_dump_wanted()) {
 		table_totals tot;
 		table_totals_get(&rt.table, &tot);
 		if (tot.samples > 0) {
 			/* From a handler (a server that re-execs itself on
 			 * SIGHUP), as at exit: not the allocator's statistics,
 			 * whose locks the interrupted code may hold. */
-			dumper_exit_mask(m != RT_SIGS_NONE ? m : rt_sigs_current());
+			dumper_exit_mask(mask_at(m));
 			dumper_dump_now(NULL);
 			dumper_exit_mask(0);
 		}
