@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,11 +39,41 @@
 /* C_WAIT: a delta profile (?seconds=N) holds its start until deadline_ns. */
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN, C_WAIT };
 
+/*
+ * What a descriptor of ours refers to. A program may close every
+ * descriptor (daemons do, at start-up) or dup2 over them, and then its own
+ * sockets, pipes and files take the same numbers: the number alone does not
+ * say the object is still ours. Before the thread polls, accepts, reads,
+ * writes or closes through a number, fd_still() checks the object behind it
+ * (a socket's or pipe's inode is unique while it exists).
+ */
+typedef struct fd_id {
+	dev_t dev;
+	ino_t ino;
+} fd_id;
+
+static bool fd_id_of(int fd, fd_id *id)
+{
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return false;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	return true;
+}
+
+static bool fd_still(int fd, const fd_id *id)
+{
+	fd_id now;
+	return fd_id_of(fd, &now) && now.dev == id->dev && now.ino == id->ino;
+}
+
 #define DRAIN_MS 1000
 #define ACCEPT_PAUSE_MS 100
 
 typedef struct conn {
 	int fd;
+	fd_id id;
 	int state;
 	uint64_t deadline_ns;
 	char *in;
@@ -59,13 +90,14 @@ typedef struct conn {
 struct http_server {
 	http_source src;
 	int lfd, wake_r, wake_w;
+	fd_id lid, wid; /* the listener's and the pipe's (both ends share it) */
 	uint16_t port;
 	pthread_t thread;
 	atomic_bool stop;
 	conn conns[HTTP_MAX_CONNS];
 	uint64_t requests, busy_ns; /* touched only by the server thread */
 	uint64_t accept_pause_until; /* out of descriptors: stop accepting */
-	atomic_bool fds_lost; /* the program closed our descriptors */
+	atomic_bool fds_lost; /* the program closed or replaced our descriptors */
 };
 
 static uint64_t mono_ns(void)
@@ -458,7 +490,7 @@ static void serve(http_server *s, conn *c, const httpreq *r)
 
 static void conn_close(http_server *s, conn *c)
 {
-	if (c->fd >= 0 && !atomic_load(&s->fds_lost))
+	if (fd_still(c->fd, &c->id))
 		close(c->fd);
 	arena_free(s->src.a, c->in);
 	hb_free(&c->out);
@@ -605,6 +637,11 @@ static void accept_all(http_server *s)
 				s->accept_pause_until = mono_ns() + ACCEPT_PAUSE_MS * 1000000ULL;
 			return;
 		}
+		fd_id id;
+		if (!fd_id_of(fd, &id)) {
+			close(fd);
+			continue;
+		}
 		conn *c = NULL;
 		for (int i = 0; i < HTTP_MAX_CONNS && !c; i++)
 			if (s->conns[i].state == C_FREE)
@@ -616,6 +653,7 @@ static void accept_all(http_server *s)
 			continue;
 		}
 		c->fd = fd;
+		c->id = id;
 		c->in = in;
 		c->in_len = 0;
 		c->in_cap = HTTP_MAX_HEAD;
@@ -653,6 +691,13 @@ static int poll_timeout(const http_server *s, uint64_t now)
 	return first <= now ? 0 : (int)((first - now) / 1000000ULL) + 1;
 }
 
+/* The listener and both ends of the pipe are still the objects we made. */
+static bool server_fds_ours(const http_server *s)
+{
+	return fd_still(s->lfd, &s->lid) && fd_still(s->wake_r, &s->wid) &&
+	       fd_still(s->wake_w, &s->wid);
+}
+
 static void *server_main(void *arg)
 {
 	http_server *s = arg;
@@ -680,14 +725,22 @@ static void *server_main(void *arg)
 			break;
 		if (atomic_load(&s->stop))
 			break;
-		if ((pf[0].revents | pf[1].revents) & POLLNVAL) {
+		if (!server_fds_ours(s)) {
 			/* The program closed our descriptors (daemons close
-			 * everything at start-up): stop serving, and never close
-			 * those numbers again, they may be the program's now. */
+			 * everything at start-up) or put its own in their place:
+			 * stop serving, and never use those numbers again, they
+			 * may be the program's now. Poll wakes for it as the
+			 * pipe's last writer goes (POLLHUP), or at the next
+			 * connection to the old socket, which poll kept open. */
 			atomic_store(&s->fds_lost, true);
 			rt_log("the HTTP endpoint's sockets were closed by the program; "
 			       "the endpoint is off");
 			break;
+		}
+		for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+			conn *c = &s->conns[i];
+			if (c->state != C_FREE && !fd_still(c->fd, &c->id))
+				conn_close(s, c); /* the number is not ours: no I/O */
 		}
 		if (k > 0) {
 			for (int i = 2; i < n; i++) {
@@ -789,6 +842,15 @@ int http_server_start(const http_listen *l, const http_source *src,
 	}
 	s->wake_r = p[0];
 	s->wake_w = p[1];
+	if (!fd_id_of(s->lfd, &s->lid) || !fd_id_of(s->wake_r, &s->wid)) {
+		snprintf(err, errlen, "cannot stat the server's descriptors: %s",
+			 strerror(errno));
+		close(s->lfd);
+		close(s->wake_r);
+		close(s->wake_w);
+		arena_free(src->a, s);
+		return AP_EIO;
+	}
 	/* The thread must not take the program's signals. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -812,13 +874,15 @@ uint16_t http_server_port(const http_server *s)
 	return s ? s->port : 0;
 }
 
+/* Close what is still ours, whatever the thread has seen. */
 static void close_fds(http_server *s)
 {
-	if (atomic_load(&s->fds_lost))
-		return;
-	close(s->lfd);
-	close(s->wake_r);
-	close(s->wake_w);
+	if (fd_still(s->lfd, &s->lid))
+		close(s->lfd);
+	if (fd_still(s->wake_r, &s->wid))
+		close(s->wake_r);
+	if (fd_still(s->wake_w, &s->wid))
+		close(s->wake_w);
 }
 
 void http_server_stop(http_server *s)
@@ -827,6 +891,14 @@ void http_server_stop(http_server *s)
 		return;
 	atomic_store(&s->stop, true);
 	if (!atomic_load(&s->fds_lost)) {
+		if (!fd_still(s->wake_w, &s->wid)) {
+			/* The program took the pipe's number while a copy of
+			 * its write end elsewhere (a fork child's) kept poll
+			 * from waking: there is no way to wake the thread, and
+			 * waiting for it would only delay the exit. */
+			pthread_detach(s->thread);
+			return;
+		}
 		ssize_t w = write(s->wake_w, "x", 1);
 		(void)w;
 	}
@@ -854,7 +926,7 @@ void http_server_forget(http_server *s)
 		return;
 	close_fds(s);
 	for (int i = 0; i < HTTP_MAX_CONNS; i++)
-		if (s->conns[i].fd >= 0)
+		if (s->conns[i].fd >= 0 && fd_still(s->conns[i].fd, &s->conns[i].id))
 			close(s->conns[i].fd);
 	/* The memory stays: the child's arena still accounts for it, and a
 	 * copy of a parent's half-built response is not worth reclaiming. */

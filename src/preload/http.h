@@ -105,10 +105,12 @@ int http_server_start(const http_listen *l, const http_source *src,
 /* The bound port (the kernel's choice when 0 was asked). */
 uint16_t http_server_port(const http_server *s);
 /* Wake the thread, join it (bounded by HTTP_STOP_TIMEOUT_MS), close every
- * socket and free the server. NULL is allowed. */
+ * descriptor that is still the server's (the program may have closed or
+ * replaced them: never one of its own) and free the server. NULL is allowed. */
 void http_server_stop(http_server *s);
 /* In a fork child: the thread does not exist there; close the inherited
- * sockets so the child never answers on the parent's port. */
+ * sockets still the server's, so the child never answers on the parent's
+ * port (and never closes a descriptor the program put on the same number). */
 void http_server_forget(http_server *s);
 
 #endif

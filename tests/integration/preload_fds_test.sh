@@ -9,7 +9,16 @@
 #    4096 and 1, with each unwinder, every record must be intact;
 #  - `cat a a` under `ulimit -n 5` (three descriptors taken by the standard
 #    streams, two left) prints a twice, as it does alone;
-#  - a fresh profiled process has no descriptor beyond what it inherited.
+#  - a fresh profiled process has no descriptor beyond what it inherited;
+#  - with the HTTP endpoint on (the one time the runtime holds descriptors:
+#    a listening socket and a wake-up pipe), progs/fd_takeover puts its own
+#    listener, pipe and data file on those numbers, by dup2 and by closing
+#    everything and reopening, and uses them: the runtime must not read,
+#    write, accept on or close any of them, in the process, in its fork
+#    child or at exit, nor spin on them. Before the runtime checked the
+#    object behind each number (src/preload/http.c, fd_still), the dup2 run
+#    lost its descriptors in the fork child and found an "x" at the end of
+#    its data file.
 # AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -49,4 +58,19 @@ plain=$(bounded 30 ls /proc/self/fd 9</dev/null | sort -n | tr '\n' ' ')
 prof=$(bounded 30 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="rate=1,dump_at_exit=0" \
 	ls /proc/self/fd 9</dev/null | sort -n | tr '\n' ' ')
 [ "$plain" = "$prof" ] || fail "descriptors alone: $plain; under the runtime: $prof"
+TAKE=$AP_PROGDIR/fd_takeover
+[ -x "$TAKE" ] || fail "not built: $TAKE"
+for mode in dup2 closefrom; do
+	st=0
+	bounded 60 env LD_PRELOAD="$LIB" \
+		ALLOCPROF_OPTIONS="http=127.0.0.1:0,output=$TMP/take_$mode.%p.pb.gz" \
+		"$TAKE" "$mode" "$TMP/take_$mode.data" >"$TMP/take_$mode.out" \
+		2>"$TMP/take_$mode.err" || st=$?
+	[ $st = 0 ] || fail "fd_takeover $mode: exit status $st: $(head -3 "$TMP/take_$mode.err")"
+	[ "$(cat "$TMP/take_$mode.out")" = ok ] || fail "fd_takeover $mode: $(cat "$TMP/take_$mode.out")"
+	[ "$(cat "$TMP/take_$mode.data")" = "$(printf 'parent\nchild')" ] ||
+		fail "fd_takeover $mode: the data file holds: $(od -c "$TMP/take_$mode.data" | head -3)"
+	ls "$TMP"/take_$mode.*.pb.gz >/dev/null 2>&1 || fail "fd_takeover $mode: no profile written"
+done
+
 echo "preload fds: ok"
