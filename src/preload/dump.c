@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../lib/hash.h"
@@ -35,6 +36,7 @@
 #include "allocprof/memory.h"
 #include "config.h"
 #include "log.h"
+#include "procs.h"
 #include "tlring.h"
 #include "unwinder.h"
 
@@ -634,6 +636,19 @@ static int write_unnamed(const char *path, const void *buf, size_t len)
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 	int rc = -1;
 	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
+		/* When it was written, on the fine clock, for procs.c's
+		 * question "written before or after I started?" where the
+		 * file's coarse stamp cannot say (PROCS_WRITTEN_XATTR). Best
+		 * effort: without user xattrs that question gets its safe
+		 * answer. */
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		char when[32];
+		int wn = snprintf(when, sizeof when, "%lld",
+				  (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+		int keep = errno;
+		if (fsetxattr(fd, PROCS_WRITTEN_XATTR, when, (size_t)wn, 0) != 0)
+			errno = keep;
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
 			rc = 0;
 		} else if (errno == EEXIST) {

@@ -23,6 +23,7 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ static struct sigaction shown[NSIG_MAX];
 static atomic_bool signal_dump_taken;
 static atomic_bool any_armed; /* some install() succeeded */
 
-static struct timespec start_coarse;
+static struct timespec start_coarse, start_fine;
 /* The process's own start (its fork), earlier than the runtime's after an
  * exec; tv_sec 0: unknown. */
 static struct timespec start_process;
@@ -213,7 +214,8 @@ static void find_process_start(void)
 
 void procs_init(void)
 {
-	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse);
+	clock_gettime(CLOCK_REALTIME_COARSE, &start_coarse); /* first: coarse <= fine */
+	clock_gettime(CLOCK_REALTIME, &start_fine);
 	find_process_start();
 	if (!rt_attached) /* attached: the GOTs are not patched yet */
 		detect_init();
@@ -307,12 +309,46 @@ static bool written_since(const char *path, const struct timespec *from)
 	       (st.st_mtim.tv_sec == from->tv_sec && st.st_mtim.tv_nsec >= from->tv_nsec);
 }
 
-/* Another process's file, written since this runtime started? Timestamps
- * come from the coarse clock the kernel stamps files with, so "after our
- * start" is decided on one clock. */
+/* Was path written after this runtime started, by the time the runtime
+ * that wrote it recorded (PROCS_WRITTEN_XATTR) on the same fine clock? A
+ * file without it (another tool's, or a file system without user xattrs)
+ * answers yes. */
+static bool written_after_start(const char *path)
+{
+	char v[32];
+	ssize_t n = getxattr(path, PROCS_WRITTEN_XATTR, v, sizeof v - 1);
+	if (n <= 0)
+		return true;
+	v[n] = '\0';
+	char *end;
+	long long ns = strtoll(v, &end, 10);
+	if (end == v || *end || ns <= 0)
+		return true;
+	return ns >= (long long)start_fine.tv_sec * 1000000000LL + start_fine.tv_nsec;
+}
+
+/* Another process's file, written since this runtime started? A file's
+ * stamp is never ahead of the moment it was written: the kernel stamps with
+ * its coarse clock (the time of its last tick), or, on file systems with
+ * multigrain timestamps (6.13 on), sometimes with the fine clock, and a
+ * coarse stamp there may be raised to a fine time handed out earlier. So a
+ * stamp at or after this runtime's fine start proves "after", one before
+ * the tick it started in proves "before", and one in between proves
+ * nothing: the previous command of a shell loop, which exited a moment
+ * before this one started, lands there about one run in four; so does a
+ * program under timeout(1) that wrote its file after the wrapper started.
+ * There the time the writing runtime recorded on the fine clock decides
+ * (written_after_start), and a file without it counts as another's, the
+ * safe answer (two processes keep two files). */
 static bool written_by_another(const char *path)
 {
-	return written_since(path, &start_coarse);
+	struct stat st;
+	if (!written_since(path, &start_coarse) || stat(path, &st) != 0)
+		return false;
+	if (st.st_mtim.tv_sec > start_fine.tv_sec ||
+	    (st.st_mtim.tv_sec == start_fine.tv_sec && st.st_mtim.tv_nsec >= start_fine.tv_nsec))
+		return true;
+	return written_after_start(path);
 }
 
 /* A file under this process's own pid that this runtime did not write,

@@ -76,6 +76,11 @@ void procs_shared_exit(void);
  * since this one started. 0 or AP_ERANGE. Call under the dump lock.
  */
 int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap);
+/* The extended attribute a profile the runtime writes carries: when it was
+ * written, CLOCK_REALTIME in decimal nanoseconds. procs_file_name reads it
+ * when a file's stamp cannot say whether it was written before this
+ * runtime started. */
+#define PROCS_WRITTEN_XATTR "user.allocprof.written"
 /* After writing path: remember it as this process's own. */
 void procs_file_written(const char *path);
 
