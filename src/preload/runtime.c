@@ -729,27 +729,38 @@ static void rt_exit_dump(bool shared_dump)
 	rt_leave(m);
 }
 
+static bool in_fault_handler(void);
+
+/* exit() from a fault's handler (a crash reporter that leaves through exit
+ * rather than _exit) is a crash's end too: in_fault_handler's rule. */
 __attribute__((destructor)) static void rt_destructor(void)
 {
-	rt_exit_dump(true);
+	if (!in_fault_handler())
+		rt_exit_dump(true);
 }
 
 /*
- * A fault's handler ending the program (a crash reporter's _exit, or its
- * exec of a reporting tool) writes no profile unless dump_on= names that
+ * A fault's handler ending the program (a crash reporter's _exit or exit,
+ * or its exec of a reporting tool) writes no profile unless dump_on= names that
  * signal: the heap or the runtime's own tables may be what is broken, and
  * a dump that hangs or faults there would keep a crashed service from
  * exiting. In such a handler the fault is blocked in the thread's mask (bit
  * s - 1; dump_on keeps signal s at bit s) and the program has a handler
  * for it. Without one, the blocked fault is a mask the program chose (a
  * daemon that blocks every signal and waits for them with sigwait or a
- * signalfd), not a handler: that _exit is an ordinary end, and dumps.
+ * signalfd), not a handler: that _exit is an ordinary end, and dumps. So is
+ * a mask that blocks every asynchronous signal, handler or not: the daemon
+ * that blocks them all usually has a crash handler installed too, and
+ * returns from main with that mask, where a fault's handler blocks its
+ * fault and what its sa_mask names (crash handlers' is usually empty).
  */
 static bool in_fault_handler(void)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
 				      SIGTRAP, SIGSYS };
 	uint64_t blocked = rt_sigs_current();
+	if (rt_sigs_all_async(blocked))
+		return false;
 	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
 		int sig = faults[i];
 		if (!(blocked >> (sig - 1) & 1) || (rt.opt.dump_on >> sig & 1))

@@ -87,6 +87,8 @@ typedef struct rt_thread {
 #include <signal.h>
 uint64_t rt_sigs_block(void);   /* returns the mask to restore */
 uint64_t rt_sigs_current(void); /* the thread's blocked signals, unchanged */
+/* Does mask block every asynchronous signal (as sigfillset does)? */
+bool rt_sigs_all_async(uint64_t mask);
 void rt_sigs_restore(uint64_t old);
 /* Unblock the signals held back on this thread (guard back at zero). */
 void rt_sigs_release(void);

@@ -56,6 +56,13 @@ uint64_t rt_sigs_block(void)
 	return old;
 }
 
+bool rt_sigs_all_async(uint64_t mask)
+{
+	/* glibc never blocks its internal 32 and 33, which the set leaves
+	 * out; SIGKILL and SIGSTOP cannot be blocked. */
+	return (mask & rt_async_sigs) == rt_async_sigs;
+}
+
 uint64_t rt_sigs_current(void)
 {
 	uint64_t cur = 0;

@@ -108,12 +108,25 @@ run_exit crash crash 3 "crash handler"
 [ ! -e "$TMP/crash.pb.gz" ] || fail "crash handler: a profile without dump_on=segv"
 run_exit crash crash 3 "crash handler" ",dump_on=segv"
 has_marker "$TMP/crash.pb.gz" || fail "crash handler: no profile with dump_on=segv"
+# The same handler leaving through exit(): destructors run, and the
+# runtime's must apply the same rule.
+run_exit crash_exit crash_exit 3 "crash handler"
+[ ! -e "$TMP/crash_exit.pb.gz" ] || fail "crash handler's exit(): a profile without dump_on=segv"
+run_exit crash_exit crash_exit 3 "crash handler" ",dump_on=segv"
+has_marker "$TMP/crash_exit.pb.gz" || fail "crash handler's exit(): no profile with dump_on=segv"
 
 # Every signal blocked is a mask the program chose (a daemon waiting with
 # sigwait or a signalfd), not a handler: with no handler for the blocked
 # faults, its _exit is an ordinary end and writes the profile.
 run_exit masked masked_exit 5 "masked exit"
 has_marker "$TMP/masked.pb.gz" || fail "every signal blocked: no profile at its _exit"
+# Such a daemon usually has a crash handler installed too: every signal
+# blocked is still its own mask, not a handler's (a handler blocks its fault
+# and its sa_mask), at _exit and at exit().
+run_exit masked_crash masked_crash 5 "masked exit"
+has_marker "$TMP/masked_crash.pb.gz" || fail "every signal blocked, crash handler: no profile at _exit"
+run_exit masked_crash_exit masked_crash_exit 5 "masked exit"
+has_marker "$TMP/masked_crash_exit.pb.gz" || fail "every signal blocked, crash handler: no profile at exit()"
 
 # --- one output name, several processes --------------------------------------
 mkdir "$TMP/wrap"

@@ -22,9 +22,15 @@
  *   proc_events crash       a crash reporter: its SIGSEGV handler writes
  *                           "crash handler" and leaves through _exit(3);
  *                           then the program raises SIGSEGV
+ *   proc_events crash_exit  the same, the handler leaving through exit(3)
+ *                           (atexit handlers and destructors run)
  *   proc_events masked_exit every signal blocked (a daemon that waits for
  *                           them with sigwait or a signalfd), then
  *                           "masked exit" and _exit(5): no handler runs
+ *   proc_events masked_crash, masked_crash_exit
+ *                           the same with a SIGSEGV handler installed (a
+ *                           daemon with a crash reporter), leaving through
+ *                           _exit(5) and exit(5)
  *   proc_events vfork_exit STOP, proc_events fork_exit STOP
  *                           the same, the child leaving through _exit (a
  *                           failed exec's, a pre-fork worker's end); the
@@ -86,9 +92,16 @@ static void own_handler(int sig)
 	say_and_exit("own handler\n", 7);
 }
 
+static bool crash_via_exit;
+
 static void crash_handler(int sig)
 {
 	(void)sig;
+	if (crash_via_exit) {
+		ssize_t w = write(1, "crash handler\n", 14);
+		(void)w;
+		exit(3);
+	}
 	say_and_exit("crash handler\n", 3);
 }
 
@@ -150,7 +163,8 @@ int main(int argc, char **argv)
 		printf("parent done\n");
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[1], "crash")) {
+	if (argc == 2 && (!strcmp(argv[1], "crash") || !strcmp(argv[1], "crash_exit"))) {
+		crash_via_exit = !strcmp(argv[1], "crash_exit");
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = crash_handler;
@@ -161,11 +175,24 @@ int main(int argc, char **argv)
 		raise(SIGSEGV);
 		return 4;
 	}
-	if (argc == 2 && !strcmp(argv[1], "masked_exit")) {
+	if (argc == 2 && (!strcmp(argv[1], "masked_exit") || !strcmp(argv[1], "masked_crash") ||
+			  !strcmp(argv[1], "masked_crash_exit"))) {
+		if (strcmp(argv[1], "masked_exit") != 0) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = crash_handler;
+			sigemptyset(&sa.sa_mask);
+			if (sigaction(SIGSEGV, &sa, NULL) != 0)
+				return 2;
+		}
 		sigset_t all;
 		sigfillset(&all);
 		if (sigprocmask(SIG_BLOCK, &all, NULL) != 0)
 			return 2;
+		if (!strcmp(argv[1], "masked_crash_exit")) {
+			printf("masked exit\n");
+			exit(5);
+		}
 		say_and_exit("masked exit\n", 5);
 	}
 	if (argc == 3 && (!strcmp(argv[1], "vfork") || !strcmp(argv[1], "fork") ||
@@ -234,7 +261,7 @@ int main(int argc, char **argv)
 		printf("child %ld\n", (long)c);
 		return 0;
 	}
-	fprintf(stderr, "usage: proc_events exit|daemon|own|crash|masked_exit|clone|ignore|vfork STOP|fork STOP|"
+	fprintf(stderr, "usage: proc_events exit|daemon|own|crash|crash_exit|masked_exit|masked_crash|masked_crash_exit|clone|ignore|vfork STOP|fork STOP|"
 			"vfork_exit STOP|fork_exit STOP|bg STOP|dropuid UID\n");
 	return 1;
 }
