@@ -105,6 +105,15 @@ static void crash_handler(int sig)
 	say_and_exit("crash handler\n", 3);
 }
 
+static int install_crash_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = crash_handler;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGSEGV, &sa, NULL);
+}
+
 static int clone_child(void *arg)
 {
 	(void)arg;
@@ -165,11 +174,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && (!strcmp(argv[1], "crash") || !strcmp(argv[1], "crash_exit"))) {
 		crash_via_exit = !strcmp(argv[1], "crash_exit");
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = crash_handler;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGSEGV, &sa, NULL) != 0)
+		if (install_crash_handler() != 0)
 			return 2;
 		fflush(stdout);
 		raise(SIGSEGV);
@@ -178,11 +183,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[1], "masked_exit") || !strcmp(argv[1], "masked_crash") ||
 			  !strcmp(argv[1], "masked_crash_exit"))) {
 		if (strcmp(argv[1], "masked_exit") != 0) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = crash_handler;
-			sigemptyset(&sa.sa_mask);
-			if (sigaction(SIGSEGV, &sa, NULL) != 0)
+			if (install_crash_handler() != 0)
 				return 2;
 		}
 		sigset_t all;
