@@ -36,6 +36,7 @@
 #include "allocprof/memory.h"
 #include "config.h"
 #include "log.h"
+#include "outdir.h"
 #include "procs.h"
 #include "tlring.h"
 #include "unwinder.h"
@@ -109,6 +110,25 @@ static void find_build_id(const struct dl_phdr_info *info, char *out, size_t cap
 	}
 }
 
+/* The main program's file, read once (dump_prime_paths): /proc/self/exe
+ * is gone in a program that chroot()ed (outdir.h), and then its frames
+ * would have no file to be symbolised with. Written by the first caller
+ * only (exe_claim), published by exe_known. */
+static char exe_path[PATH_MAX];
+static atomic_flag exe_claim = ATOMIC_FLAG_INIT;
+static atomic_bool exe_known;
+
+static void remember_exe(void)
+{
+	if (atomic_load(&exe_known) || atomic_flag_test_and_set(&exe_claim))
+		return;
+	ssize_t k = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+	if (k > 0) {
+		exe_path[k] = '\0';
+		atomic_store(&exe_known, true);
+	}
+}
+
 static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
@@ -120,10 +140,14 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		return 0;
 	if (!l->only && l->n == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
 		/* The main program comes first, with an empty name. */
-		ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
-		if (k <= 0)
-			return 0;
-		path[k] = '\0';
+		if (atomic_load(&exe_known)) {
+			memcpy(path, exe_path, strlen(exe_path) + 1);
+		} else {
+			ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
+			if (k <= 0)
+				return 0;
+			path[k] = '\0';
+		}
 	} else {
 		/* Objects without a file (the vDSO) cannot be symbolized. */
 		if (!info->dlpi_name || info->dlpi_name[0] != '/')
@@ -277,6 +301,7 @@ void dump_retired_reset_lock(void)
 
 void dump_prime_paths(arena *a)
 {
+	remember_exe();
 	dump_mapping *v = NULL;
 	size_t n;
 	if (dump_list_mappings(a, &v, &n) == 0)
@@ -608,6 +633,66 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
 
 /* ---- writing files --------------------------------------------------------- */
 
+/* Record when fd's file was written, on the fine clock, for procs.c's
+ * question "written before or after I started?" where the file's coarse
+ * stamp cannot say (PROCS_WRITTEN_XATTR). Best effort: without user xattrs
+ * that question gets its safe answer. errno is kept. */
+static void stamp_written(int fd)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char when[32];
+	int wn = snprintf(when, sizeof when, "%lld",
+			  (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+	int keep = errno;
+	if (fsetxattr(fd, PROCS_WRITTEN_XATTR, when, (size_t)wn, 0) != 0)
+		errno = keep;
+}
+
+static _Atomic unsigned long tmp_seq;
+
+/*
+ * Write name in the directory dfd (a chroot()ed program's output directory,
+ * outdir.h, where /proc may be missing): a temporary name beside it, then
+ * renameat over name. Into an existing non-regular file (a FIFO, a device)
+ * it writes in place, as ap_file_write_atomic does. 0 or -1 (errno set).
+ */
+static int write_at(int dfd, const char *name, const void *buf, size_t len)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
+		int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		int rc = ap_file_write_all(fd, buf, len);
+		int e = errno;
+		close(fd);
+		errno = e;
+		return rc == 0 ? 0 : -1;
+	}
+	char tmp[PATH_MAX];
+	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", name, (long)getpid(),
+			 atomic_fetch_add(&tmp_seq, 1));
+	if (k <= 0 || (size_t)k >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	int rc = -1;
+	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
+		stamp_written(fd);
+		rc = renameat(dfd, tmp, dfd, name);
+	}
+	int e = errno;
+	close(fd);
+	if (rc != 0)
+		unlinkat(dfd, tmp, 0);
+	errno = e;
+	return rc;
+}
+
 /*
  * Write through an unnamed temporary file (O_TMPFILE) in path's directory:
  * a process killed while writing leaves no file behind, since the inode has
@@ -619,7 +704,6 @@ int dump_build_profile(const dump_input *in, ap_profile **out)
  */
 static int write_unnamed(const char *path, const void *buf, size_t len)
 {
-	static _Atomic unsigned long seq;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t dn = slash ? (size_t)(slash - path) : 1;
@@ -636,24 +720,12 @@ static int write_unnamed(const char *path, const void *buf, size_t len)
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 	int rc = -1;
 	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
-		/* When it was written, on the fine clock, for procs.c's
-		 * question "written before or after I started?" where the
-		 * file's coarse stamp cannot say (PROCS_WRITTEN_XATTR). Best
-		 * effort: without user xattrs that question gets its safe
-		 * answer. */
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		char when[32];
-		int wn = snprintf(when, sizeof when, "%lld",
-				  (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
-		int keep = errno;
-		if (fsetxattr(fd, PROCS_WRITTEN_XATTR, when, (size_t)wn, 0) != 0)
-			errno = keep;
+		stamp_written(fd);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
 			rc = 0;
 		} else if (errno == EEXIST) {
 			int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path,
-					 (long)getpid(), atomic_fetch_add(&seq, 1));
+					 (long)getpid(), atomic_fetch_add(&tmp_seq, 1));
 			if (k > 0 && (size_t)k < sizeof tmp &&
 			    linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
 				rc = rename(tmp, path);
@@ -683,7 +755,11 @@ int dump_write_named(const char *what, const char *path, const void *buf, size_t
 {
 	struct stat st;
 	int rc = 1;
-	if (!(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+	const char *name;
+	int dfd = outdir_at(path, &name);
+	if (dfd >= 0)
+		rc = write_at(dfd, name, buf, len);
+	else if (!(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
 		rc = write_unnamed(path, buf, len);
 	if (rc == 1)
 		rc = ap_file_write_atomic(path, buf, len, 0600) == 0 ? 0 : -1;

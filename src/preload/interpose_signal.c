@@ -17,6 +17,9 @@
  * dlclose, so that the mappings of an object about to be unloaded are
  * remembered and samples taken in it can still be symbolised.
  *
+ * chroot, so that the output directory stays reachable in a daemon that
+ * confines itself after start-up (outdir.h).
+ *
  * signal and bsd_signal install with BSD semantics (SA_RESTART, the signal
  * blocked in its handler) and sysv_signal with System V's (SA_RESETHAND |
  * SA_NODEFER), as glibc's do.
@@ -68,4 +71,9 @@ EXPORT void _Exit(int status) __attribute__((alias("_exit")));
 EXPORT int dlclose(void *handle)
 {
 	return procs_dlclose(handle);
+}
+
+EXPORT int chroot(const char *path)
+{
+	return procs_chroot(path);
 }

@@ -30,6 +30,7 @@
 #include "boot.h"
 #include "detect.h"
 #include "dump.h"
+#include "outdir.h"
 #include "runtime_core.h"
 #include "unwinder.h"
 
@@ -294,6 +295,36 @@ int procs_dlclose(void *handle)
 	return rc;
 }
 
+/* ---- chroot ---------------------------------------------------------------- */
+
+int procs_chroot(const char *path)
+{
+	static int (*real_chroot)(const char *);
+	if (!real_chroot) {
+		void *f = boot_next_sym("chroot");
+		if (!f) {
+			errno = ENOSYS;
+			return -1;
+		}
+		memcpy(&real_chroot, &f, sizeof f);
+	}
+	bool ours = atomic_load(&rt.state) == RT_READY && !rt_tls.guard;
+	if (ours) {
+		uint64_t m = rt_enter();
+		outdir_before_chroot();
+		rt_leave(m);
+	}
+	int rc = real_chroot(path);
+	if (ours) {
+		int e = errno;
+		uint64_t m = rt_enter();
+		outdir_after_chroot(rc == 0);
+		rt_leave(m);
+		errno = e;
+	}
+	return rc;
+}
+
 /* ---- names ----------------------------------------------------------------- */
 
 /* A file not written by this runtime, written since `from` (its
@@ -301,7 +332,7 @@ int procs_dlclose(void *handle)
 static bool written_since(const char *path, const struct timespec *from)
 {
 	struct stat st;
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (outdir_stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
 	if (own_valid && st.st_dev == own_dev && st.st_ino == own_ino)
 		return false;
@@ -316,7 +347,7 @@ static bool written_since(const char *path, const struct timespec *from)
 static bool written_after_start(const char *path)
 {
 	char v[32];
-	ssize_t n = getxattr(path, PROCS_WRITTEN_XATTR, v, sizeof v - 1);
+	ssize_t n = outdir_getxattr(path, PROCS_WRITTEN_XATTR, v, sizeof v - 1);
 	if (n <= 0)
 		return true;
 	v[n] = '\0';
@@ -343,7 +374,7 @@ static bool written_after_start(const char *path)
 static bool written_by_another(const char *path)
 {
 	struct stat st;
-	if (!written_since(path, &start_coarse) || stat(path, &st) != 0)
+	if (!written_since(path, &start_coarse) || outdir_stat(path, &st) != 0)
 		return false;
 	if (st.st_mtim.tv_sec > start_fine.tv_sec ||
 	    (st.st_mtim.tv_sec == start_fine.tv_sec && st.st_mtim.tv_nsec >= start_fine.tv_nsec))
@@ -472,7 +503,7 @@ int procs_file_name(const char *pattern, uint64_t seq, char *out, size_t cap)
 void procs_file_written(const char *path)
 {
 	struct stat st;
-	own_valid = stat(path, &st) == 0;
+	own_valid = outdir_stat(path, &st) == 0;
 	if (own_valid) {
 		own_dev = st.st_dev;
 		own_ino = st.st_ino;

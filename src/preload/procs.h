@@ -87,6 +87,9 @@ void procs_file_written(const char *path);
 /* The interposed dlclose (interpose_signal.c): remember the object's
  * mappings for later profiles (dump_retire_object), then unload it. */
 int procs_dlclose(void *handle);
+/* The interposed chroot (interpose_signal.c): keep the output directory
+ * reachable (outdir.h), then the real call. */
+int procs_chroot(const char *path);
 
 /* The interposed sigaction and signal (interpose_signal.c). */
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
