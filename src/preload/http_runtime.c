@@ -96,6 +96,11 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 	}
 }
 
+bool http_runtime_running(void)
+{
+	return server != NULL;
+}
+
 void http_runtime_stop(void)
 {
 	http_server *s = server;

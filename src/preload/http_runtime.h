@@ -25,6 +25,8 @@
  */
 void http_runtime_start(const http_listen *l, const char *portfile, bool verbose);
 /* Stop the server (bounded wait); a no-op when none runs. */
+/* Is the endpoint serving in this process? */
+bool http_runtime_running(void);
 void http_runtime_stop(void);
 /*
  * pthread_atfork child handler: the child does not serve the parent's

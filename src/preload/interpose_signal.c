@@ -18,7 +18,8 @@
  * remembered and samples taken in it can still be symbolised.
  *
  * chroot, so that the output directory stays reachable in a daemon that
- * confines itself after start-up (outdir.h).
+ * confines itself after start-up (outdir.h); unshare and setns, whose
+ * user and mount namespace changes need the runtime's threads stopped.
  *
  * signal and bsd_signal install with BSD semantics (SA_RESTART, the signal
  * blocked in its handler) and sysv_signal with System V's (SA_RESETHAND |
@@ -76,4 +77,14 @@ EXPORT int dlclose(void *handle)
 EXPORT int chroot(const char *path)
 {
 	return procs_chroot(path);
+}
+
+EXPORT int unshare(int flags)
+{
+	return procs_unshare(flags);
+}
+
+EXPORT int setns(int fd, int nstype)
+{
+	return procs_setns(fd, nstype);
 }

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/kcmp.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -30,7 +31,9 @@
 #include "boot.h"
 #include "detect.h"
 #include "dump.h"
+#include "http_runtime.h"
 #include "outdir.h"
+#include "push.h"
 #include "runtime_core.h"
 #include "unwinder.h"
 
@@ -322,6 +325,94 @@ int procs_chroot(const char *path)
 		rt_leave(m);
 		errno = e;
 	}
+	return rc;
+}
+
+/* ---- namespaces ------------------------------------------------------------ */
+
+/*
+ * unshare(CLONE_NEWUSER) (and of CLONE_THREAD, CLONE_SIGHAND, CLONE_VM),
+ * and setns() into a user or a mount namespace, fail with EINVAL in a
+ * process of more than one thread. The runtime's dumper thread (on by
+ * default, for dump_on=) and the HTTP endpoint's would make them fail in
+ * every profiled program: rootless containers, sandboxes, unshare -r,
+ * nsenter. Around those calls both threads are stopped and started again
+ * afterwards (the endpoint on a new port when it had asked for any).
+ * push= keeps a thread that cannot be stopped: then the call fails as
+ * before, and the runtime says why once.
+ */
+static bool pause_threads(bool *http_was)
+{
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard)
+		return false;
+	uint64_t m = rt_enter();
+	*http_was = http_runtime_running();
+	http_runtime_stop();
+	dumper_stop();
+	if (push_enabled()) {
+		static atomic_flag said = ATOMIC_FLAG_INIT;
+		if (!atomic_flag_test_and_set(&said))
+			rt_log("the program changes its user or mount namespace, which "
+			       "needs a single thread, and push= keeps one: the call fails");
+	}
+	rt_leave(m);
+	return true;
+}
+
+static void resume_threads(bool http_was)
+{
+	int e = errno;
+	uint64_t m = rt_enter();
+	dumper_start_if_needed();
+	if (http_was)
+		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
+	rt_leave(m);
+	errno = e;
+}
+
+/* The next definition of name (glibc's), or NULL with errno ENOSYS. */
+static void *next_or_enosys(const char *name)
+{
+	void *f = boot_next_sym(name);
+	if (!f)
+		errno = ENOSYS;
+	return f;
+}
+
+int procs_unshare(int flags)
+{
+	static int (*real_unshare)(int);
+	if (!real_unshare) {
+		void *f = next_or_enosys("unshare");
+		if (!f)
+			return -1;
+		memcpy(&real_unshare, &f, sizeof f);
+	}
+	bool http_was = false;
+	bool paused = (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) &&
+		      pause_threads(&http_was);
+	int rc = real_unshare(flags);
+	if (paused)
+		resume_threads(http_was);
+	return rc;
+}
+
+int procs_setns(int fd, int nstype)
+{
+	static int (*real_setns)(int, int);
+	if (!real_setns) {
+		void *f = next_or_enosys("setns");
+		if (!f)
+			return -1;
+		memcpy(&real_setns, &f, sizeof f);
+	}
+	/* nstype 0 joins whatever fd is: maybe a user or mount namespace. */
+	bool http_was = false;
+	bool paused = (nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS))) &&
+		      pause_threads(&http_was);
+	int rc = real_setns(fd, nstype);
+	if (paused)
+		resume_threads(http_was);
 	return rc;
 }
 

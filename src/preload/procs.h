@@ -90,6 +90,10 @@ int procs_dlclose(void *handle);
 /* The interposed chroot (interpose_signal.c): keep the output directory
  * reachable (outdir.h), then the real call. */
 int procs_chroot(const char *path);
+/* The interposed unshare and setns (interpose_signal.c): the runtime's
+ * threads stopped around the calls that need a single-threaded process. */
+int procs_unshare(int flags);
+int procs_setns(int fd, int nstype);
 
 /* The interposed sigaction and signal (interpose_signal.c). */
 int procs_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

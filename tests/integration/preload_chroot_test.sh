@@ -13,18 +13,6 @@ PROG=$AP_PROGDIR/chroot_daemon
 [ -x "$PROG" ] || fail "not built: $PROG"
 mkdir -p "$TMP/jail" "$TMP/out"
 
-# count FILE FUNCTION: the objects allocprof report gives FUNCTION (the
-# field after the share, on FUNCTION's line).
-count() {
-	"$CLI" report --alloc --by function "$1" 2>/dev/null |
-		awk -v f="$2" '{
-			hit = 0
-			for (i = 1; i <= NF; i++) if ($i == f) hit = 1
-			if (!hit) next
-			for (i = 1; i < NF; i++) if ($i ~ /%$/) { print $(i + 1); exit }
-		}'
-}
-
 for pattern in 'p.%p.pb.gz' 'fixed.pb.gz'; do
 	rm -f "$TMP/out"/*
 	st=0
@@ -51,7 +39,7 @@ for pattern in 'p.%p.pb.gz' 'fixed.pb.gz'; do
 	for want in "$parent_file before_chroot 300" "$parent_file after_chroot 500" \
 		"$child_file in_child 200"; do
 		set -- $want
-		got=$(count "$1" "$2")
+		got=$(objects_of "$1" "$2")
 		[ "$got" = "$3" ] || fail "$pattern: $2 in $(basename "$1"): $got objects, want $3"
 	done
 done

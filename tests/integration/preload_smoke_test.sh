@@ -133,6 +133,18 @@ check_profiles() {
 	echo "$name: $n profile(s) ok" >&2
 }
 
+# objects_of FILE FUNCTION: the objects `allocprof report --alloc --by
+# function` gives FUNCTION (the field after the share, on its line).
+objects_of() {
+	"$CLI" report --alloc --by function "$1" 2>/dev/null |
+		awk -v f="$2" '{
+			hit = 0
+			for (i = 1; i <= NF; i++) if ($i == f) hit = 1
+			if (!hit) next
+			for (i = 1; i < NF; i++) if ($i ~ /%$/) { print $(i + 1); exit }
+		}'
+}
+
 # wait_ready FILE: until FILE has a line "ready" (at most 10 s); false if not.
 wait_ready() {
 	local i
