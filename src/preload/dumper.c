@@ -247,17 +247,20 @@ void dumper_start_if_needed(void)
 	pthread_mutex_unlock(&start_lock);
 }
 
-void dumper_stop(void)
+bool dumper_stop(void)
 {
+	bool stopped = false;
 	pthread_mutex_lock(&start_lock);
 	if (running && running_pid == rt.pid) {
 		atomic_store(&stop_req, true);
 		sem_post(&wake);
 		pthread_join(thread, NULL);
 		running = false;
+		stopped = true;
 		dumper_needed_changed();
 	}
 	pthread_mutex_unlock(&start_lock);
+	return stopped;
 }
 
 void dumper_wake(void)

@@ -314,7 +314,11 @@ int procs_chroot(const char *path)
 	bool ours = atomic_load(&rt.state) == RT_READY && !rt_tls.guard;
 	if (ours) {
 		uint64_t m = rt_enter();
-		outdir_before_chroot();
+		/* Not in a vfork child: the directory would be its
+		 * descriptor, remembered in the parent's memory. */
+		ours = procs_check_pid();
+		if (ours)
+			outdir_before_chroot();
 		rt_leave(m);
 	}
 	int rc = real_chroot(path);
@@ -341,14 +345,36 @@ int procs_chroot(const char *path)
  * push= keeps a thread that cannot be stopped: then the call fails as
  * before, and the runtime says why once.
  */
+/* The process's threads: /proc/self/task has two links more. -1 without
+ * /proc. */
+static long thread_count(void)
+{
+	struct stat st;
+	return stat("/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
+}
+
 static bool pause_threads(bool *http_was)
 {
 	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard)
 		return false;
 	uint64_t m = rt_enter();
+	if (!procs_check_pid()) {
+		/* A vfork child (clone(CLONE_VM), as container tools make
+		 * before their unshare): it is single-threaded already, and
+		 * the threads and their state are the parent's. */
+		rt_leave(m);
+		return false;
+	}
 	*http_was = http_runtime_running();
+	long before = thread_count();
 	http_runtime_stop();
-	dumper_stop();
+	long gone = dumper_stop() + *http_was;
+	/* A joined thread can still count for the kernel a moment longer
+	 * (it is released after its tid is cleared, which the join waits
+	 * for): until it stops counting, the call would still fail. At most
+	 * a second; without /proc, not at all. */
+	for (int i = 0; i < 1000 && before > 0 && gone > 0 && thread_count() > before - gone; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	if (push_enabled()) {
 		static atomic_flag said = ATOMIC_FLAG_INIT;
 		if (!atomic_flag_test_and_set(&said))

@@ -12,6 +12,8 @@
  *   userns setns_user  a child unshares its user namespace (mapped as
  *                      above) and waits; the
  *                      program joins it with setns(fd, CLONE_NEWUSER)
+ *   userns vfork_unshare  a vfork child calls unshare(CLONE_NEWUSER) and
+ *                      leaves by _exit; the parent goes on
  *   userns setns_mnt   setns() into its own mount namespace, by
  *                      /proc/self/ns/mnt, with nstype 0 (any type)
  *
@@ -74,7 +76,7 @@ static int failed(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: userns unshare|setns_user|setns_mnt\n");
+		fprintf(stderr, "usage: userns unshare|setns_user|vfork_unshare|setns_mnt\n");
 		return 2;
 	}
 	before_ns();
@@ -118,6 +120,21 @@ int main(int argc, char **argv)
 		errno = e;
 		if (rc != 0)
 			return failed("setns(CLONE_NEWUSER)");
+	} else if (!strcmp(argv[1], "vfork_unshare")) {
+		/* As container tools do: a child sharing the parent's memory
+		 * unshares (it is single-threaded), then ends. */
+		pid_t c = vfork();
+		if (c < 0)
+			return 1;
+		if (c == 0)
+			_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno == EPERM ? 77 : 1);
+		int st;
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st))
+			return 1;
+		if (WEXITSTATUS(st) != 0) {
+			errno = WEXITSTATUS(st) == 77 ? EPERM : EINVAL;
+			return failed("the vfork child's unshare(CLONE_NEWUSER)");
+		}
 	} else if (!strcmp(argv[1], "setns_mnt")) {
 		int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, 0) != 0)
