@@ -503,10 +503,25 @@ static bool written_by_another(const char *path)
  * written since the process started: an earlier runtime's in this process
  * (the program before an exec). Only names that carry the pid are asked
  * about, so the start's 10 ms grain cannot take a file another process
- * wrote just before the fork for one. */
+ * wrote just before the fork for one. The comparison allows 20 ms: the
+ * start is truncated to 10 ms, so it may lie after an early write's
+ * coarse stamp, which lags the write by up to a kernel tick (10 ms at
+ * HZ=100); a program that execs within a few milliseconds of starting
+ * then could have its profile replaced (seen once, in a CI run of
+ * preload_exec_test under load). Only a file
+ * naming this pid, written by another process 20 ms before this one
+ * started, could be mistaken for an earlier image's. */
 static bool written_by_earlier_image(const char *path)
 {
-	return start_process.tv_sec && written_since(path, &start_process);
+	if (!start_process.tv_sec)
+		return false;
+	struct timespec from = start_process;
+	from.tv_nsec -= 20000000L;
+	if (from.tv_nsec < 0) {
+		from.tv_nsec += 1000000000L;
+		from.tv_sec--;
+	}
+	return written_since(path, &from);
 }
 
 /* "DIGITS.DIGITS" exactly; the first number into *pid. */
