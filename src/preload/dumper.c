@@ -26,6 +26,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,10 +165,14 @@ static void wait_until(uint64_t deadline)
 		;
 }
 
+/* The thread's id, for dumper_stop's caller (procs.c waits for it to go). */
+static _Atomic long dumper_tid;
+
 static void *dumper_main(void *arg)
 {
 	(void)arg;
 	rt_tls.guard = 1; /* for the thread's whole life */
+	atomic_store(&dumper_tid, (long)syscall(SYS_gettid));
 	push_start(); /* inherits this thread's signal mask: all blocked */
 	uint64_t interval = rt.opt.interval_ns;
 	uint64_t next_interval = interval ? mono_ns() + interval : 0;
@@ -247,16 +252,16 @@ void dumper_start_if_needed(void)
 	pthread_mutex_unlock(&start_lock);
 }
 
-bool dumper_stop(void)
+long dumper_stop(void)
 {
-	bool stopped = false;
+	long stopped = 0;
 	pthread_mutex_lock(&start_lock);
 	if (running && running_pid == rt.pid) {
 		atomic_store(&stop_req, true);
 		sem_post(&wake);
 		pthread_join(thread, NULL);
 		running = false;
-		stopped = true;
+		stopped = atomic_load(&dumper_tid);
 		dumper_needed_changed();
 	}
 	pthread_mutex_unlock(&start_lock);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +94,7 @@ struct http_server {
 	fd_id lid, wid; /* the listener's and the pipe's (both ends share it) */
 	uint16_t port;
 	pthread_t thread;
+	_Atomic long tid; /* the thread's id, once it runs */
 	atomic_bool stop;
 	conn conns[HTTP_MAX_CONNS];
 	uint64_t requests, busy_ns; /* touched only by the server thread */
@@ -701,6 +703,7 @@ static bool server_fds_ours(const http_server *s)
 static void *server_main(void *arg)
 {
 	http_server *s = arg;
+	atomic_store(&s->tid, (long)syscall(SYS_gettid));
 	if (s->src.thread_init)
 		s->src.thread_init();
 	struct pollfd pf[2 + HTTP_MAX_CONNS];
@@ -885,10 +888,10 @@ static void close_fds(http_server *s)
 		close(s->wake_w);
 }
 
-void http_server_stop(http_server *s)
+long http_server_stop(http_server *s)
 {
 	if (!s)
-		return;
+		return 0;
 	atomic_store(&s->stop, true);
 	if (!atomic_load(&s->fds_lost)) {
 		if (!fd_still(s->wake_w, &s->wid)) {
@@ -897,7 +900,7 @@ void http_server_stop(http_server *s)
 			 * from waking: there is no way to wake the thread, and
 			 * waiting for it would only delay the exit. */
 			pthread_detach(s->thread);
-			return;
+			return 0;
 		}
 		ssize_t w = write(s->wake_w, "x", 1);
 		(void)w;
@@ -914,10 +917,12 @@ void http_server_stop(http_server *s)
 		/* Stuck building a response: leave it (and its memory) alone;
 		 * the process is exiting. */
 		pthread_detach(s->thread);
-		return;
+		return 0;
 	}
+	long tid = atomic_load(&s->tid);
 	close_fds(s);
 	arena_free(s->src.a, s);
+	return tid;
 }
 
 void http_server_forget(http_server *s)

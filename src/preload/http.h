@@ -107,7 +107,7 @@ uint16_t http_server_port(const http_server *s);
 /* Wake the thread, join it (bounded by HTTP_STOP_TIMEOUT_MS), close every
  * descriptor that is still the server's (the program may have closed or
  * replaced them: never one of its own) and free the server. NULL is allowed. */
-void http_server_stop(http_server *s);
+long http_server_stop(http_server *s); /* the joined thread's id, or 0 */
 /* In a fork child: the thread does not exist there; close the inherited
  * sockets still the server's, so the child never answers on the parent's
  * port (and never closes a descriptor the program put on the same number). */

@@ -101,11 +101,11 @@ bool http_runtime_running(void)
 	return server != NULL;
 }
 
-void http_runtime_stop(void)
+long http_runtime_stop(void)
 {
 	http_server *s = server;
 	server = NULL;
-	http_server_stop(s);
+	long tid = http_server_stop(s);
 	/* The address is stale once the endpoint is gone; a file that no
 	 * longer holds it is another process's now. */
 	if (s && portfile_written[0]) {
@@ -119,6 +119,7 @@ void http_runtime_stop(void)
 			unlink(portfile_written);
 		portfile_written[0] = '\0';
 	}
+	return tid;
 }
 
 void http_runtime_atfork_child(void)

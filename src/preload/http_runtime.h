@@ -27,7 +27,7 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 /* Stop the server (bounded wait); a no-op when none runs. */
 /* Is the endpoint serving in this process? */
 bool http_runtime_running(void);
-void http_runtime_stop(void);
+long http_runtime_stop(void); /* the joined thread's id, or 0 */
 /*
  * pthread_atfork child handler: the child does not serve the parent's
  * socket; the inherited descriptors are closed. A child that keeps

@@ -18,10 +18,13 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <linux/kcmp.h>
+#include <linux/nsfs.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -345,12 +348,19 @@ int procs_chroot(const char *path)
  * push= keeps a thread that cannot be stopped: then the call fails as
  * before, and the runtime says why once.
  */
-/* The process's threads: /proc/self/task has two links more. -1 without
- * /proc. */
-static long thread_count(void)
+/* Until thread tid of this process is gone for the kernel: a joined
+ * thread still counts a moment longer (it is released after its tid is
+ * cleared, which the join waits for), and until then the call would still
+ * fail. At most a second; without /proc, not at all. */
+static void wait_gone(long tid)
 {
+	if (tid <= 0)
+		return;
+	char path[48];
+	snprintf(path, sizeof path, "/proc/self/task/%ld", tid);
 	struct stat st;
-	return stat("/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
+	for (int i = 0; i < 1000 && stat(path, &st) == 0; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 }
 
 static bool pause_threads(bool *http_was)
@@ -366,15 +376,10 @@ static bool pause_threads(bool *http_was)
 		return false;
 	}
 	*http_was = http_runtime_running();
-	long before = thread_count();
-	http_runtime_stop();
-	long gone = dumper_stop() + *http_was;
-	/* A joined thread can still count for the kernel a moment longer
-	 * (it is released after its tid is cleared, which the join waits
-	 * for): until it stops counting, the call would still fail. At most
-	 * a second; without /proc, not at all. */
-	for (int i = 0; i < 1000 && before > 0 && gone > 0 && thread_count() > before - gone; i++)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	long http_tid = http_runtime_stop();
+	long dumper_tid = dumper_stop();
+	wait_gone(http_tid);
+	wait_gone(dumper_tid);
 	if (push_enabled()) {
 		static atomic_flag said = ATOMIC_FLAG_INIT;
 		if (!atomic_flag_test_and_set(&said))
@@ -432,10 +437,19 @@ int procs_setns(int fd, int nstype)
 			return -1;
 		memcpy(&real_setns, &f, sizeof f);
 	}
-	/* nstype 0 joins whatever fd is: maybe a user or mount namespace. */
+	/* nstype 0 joins whatever fd is: ask the kernel which type (a
+	 * program that switches network namespaces this way, thread by
+	 * thread, must not have the runtime's threads stopped each time). */
+	int type = nstype;
+	if (type == 0) {
+		int e = errno;
+		type = ioctl(fd, NS_GET_NSTYPE);
+		if (type < 0)
+			type = CLONE_NEWUSER | CLONE_NEWNS; /* cannot tell: either */
+		errno = e;
+	}
 	bool http_was = false;
-	bool paused = (nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS))) &&
-		      pause_threads(&http_was);
+	bool paused = (type & (CLONE_NEWUSER | CLONE_NEWNS)) && pause_threads(&http_was);
 	int rc = real_setns(fd, nstype);
 	if (paused)
 		resume_threads(http_was);

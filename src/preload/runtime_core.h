@@ -305,7 +305,7 @@ void dumper_configure(void);   /* install the signal handler (init) */
  * a failure is one line naming `what`. */
 void dumper_install_handler(int sig, void (*fn)(int), const char *what);
 void dumper_start_if_needed(void);
-bool dumper_stop(void); /* true: a thread of this process was stopped */
+long dumper_stop(void); /* the id of the thread it stopped, or 0 */
 void dumper_after_sample(const table_totals *after);
 /* One of the reasons for a dumper thread changed (dumper.c's needed()):
  * ask again on the next sample. */

@@ -16,6 +16,9 @@
  *                      leaves by _exit; the parent goes on
  *   userns setns_mnt   setns() into its own mount namespace, by
  *                      /proc/self/ns/mnt, with nstype 0 (any type)
+ *   userns setns_net   the same with its network namespace, which a
+ *                      multi-threaded process may join: the runtime's
+ *                      threads need not stop
  *
  * Prints "ok" and exits 0; exits 77 when the call fails for want of
  * privilege (EPERM, or user namespaces disabled: ENOSPC), 1 otherwise.
@@ -25,6 +28,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +80,7 @@ static int failed(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: userns unshare|setns_user|vfork_unshare|setns_mnt\n");
+		fprintf(stderr, "usage: userns unshare|setns_user|vfork_unshare|setns_mnt|setns_net\n");
 		return 2;
 	}
 	before_ns();
@@ -135,10 +139,11 @@ int main(int argc, char **argv)
 			errno = WEXITSTATUS(st) == 77 ? EPERM : EINVAL;
 			return failed("the vfork child's unshare(CLONE_NEWUSER)");
 		}
-	} else if (!strcmp(argv[1], "setns_mnt")) {
-		int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	} else if (!strcmp(argv[1], "setns_mnt") || !strcmp(argv[1], "setns_net")) {
+		bool mnt = !strcmp(argv[1], "setns_mnt");
+		int fd = open(mnt ? "/proc/self/ns/mnt" : "/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, 0) != 0)
-			return failed("setns(mnt)");
+			return failed(mnt ? "setns(mnt)" : "setns(net)");
 		close(fd);
 	} else {
 		return 2;
