@@ -22,7 +22,12 @@
  * libc unchanged, so libunwind's file access when it reads an ELF image
  * (open/read/close in one call) keeps working. Where process_vm_readv is
  * refused (seccomp), the mincore() libunwind ran just before stands as the
- * check: the address is mapped.
+ * check: the address is mapped. Addresses on the thread's own stack,
+ * between the unwinding frame and the top (unwind_stack_readable), are
+ * answered with no system call at all, here and for libunwind's mincore:
+ * a seccomp filter that kills at either call (systemd's SystemCallFilter=
+ * kills by default) would otherwise end the program at a new thread's
+ * first sample.
  *
  * This must happen before libunwind initialises (its first unw_* call opens
  * the pipe): unwind_prepare calls unwind_nofd_install first.
@@ -74,6 +79,8 @@ static long probe(const void *addr, size_t n)
 	unsigned char tmp[8];
 	if (n > sizeof tmp)
 		n = sizeof tmp;
+	if (unwind_stack_readable((uintptr_t)addr, n))
+		return (long)n; /* the frames being unwound: no system call */
 	struct iovec local = { tmp, n };
 	struct iovec remote = { (void *)(uintptr_t)addr, n };
 	ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
@@ -85,6 +92,18 @@ static long probe(const void *addr, size_t n)
 	}
 	errno = EFAULT;
 	return -1;
+}
+
+/* libunwind asks mincore first: for pages of the thread's own stack in
+ * use, the answer without a system call. */
+static int hook_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (len && unwind_stack_readable((uintptr_t)addr, len)) {
+		memset(vec, 1, (len + page - 1) / page);
+		return 0;
+	}
+	return mincore(addr, len, vec);
 }
 
 static ssize_t hook_read(int fd, void *buf, size_t n)
@@ -135,6 +154,7 @@ static const struct hook hooks[] = {
 	{ "pipe2", (void *)hook_pipe2 }, { "pipe", (void *)hook_pipe },
 	{ "read", (void *)hook_read },   { "write", (void *)hook_write },
 	{ "close", (void *)hook_close }, { "syscall", (void *)hook_syscall },
+	{ "mincore", (void *)hook_mincore },
 };
 
 #if defined(__x86_64__)

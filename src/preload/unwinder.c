@@ -184,6 +184,18 @@ static void stack_bounds(void)
 		boot_scratch_end();
 }
 
+bool unwind_stack_readable(uintptr_t a, size_t n)
+{
+	/* From the page this frame is in to the top of the thread's own
+	 * stack: memory in use, mapped and readable. Not on another stack
+	 * (a coroutine's walk runs on the runtime's own, capture_alt), nor
+	 * below. */
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t from = sp & ~(uintptr_t)4095;
+	return stack_hi > 1 && sp > stack_lo && sp < stack_hi && from >= stack_lo &&
+	       a >= from && a < stack_hi && n <= stack_hi - a;
+}
+
 void unwind_atfork_prepare(void)
 {
 	if (stack_hi == 0)

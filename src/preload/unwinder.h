@@ -33,6 +33,8 @@
 #ifndef AP_PRELOAD_UNWINDER_H
 #define AP_PRELOAD_UNWINDER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum unwinder_kind {
@@ -102,5 +104,9 @@ void unwind_forget_code(void);
 /* Make libunwind's memory checks descriptor-free (unwind_nofd.c); before
  * its first use. 0, or AP_EUNSUPPORTED when its object cannot be patched. */
 int unwind_nofd_install(void);
+/* Is [a, a + n) between the caller's frame and the top of the calling
+ * thread's stack, so certainly readable (unwind_nofd.c answers libunwind's
+ * checks of such addresses without a system call)? */
+bool unwind_stack_readable(uintptr_t a, size_t n);
 
 #endif
