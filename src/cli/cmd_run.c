@@ -253,8 +253,15 @@ static int parse_args(int argc, char **argv, struct run_opts *o, int *cmd)
 static int build_options(const struct run_opts *o, const char *output,
 			 struct strbuf *b)
 {
+	/* First, so that the user's ALLOCPROF_OPTIONS may turn it off: a
+	 * line when the program execs another without the runtime (a
+	 * wrapper that clears LD_PRELOAD), whose profile this run would
+	 * otherwise silently lack. */
+	static const char note[] = "exec_note=1";
+	if (sb_append(b, note, sizeof note - 1))
+		return -1;
 	const char *user = getenv("ALLOCPROF_OPTIONS");
-	if (user && *user && sb_append(b, user, strlen(user)))
+	if (user && *user && (sb_append(b, ",", 1) || sb_append(b, user, strlen(user))))
 		return -1;
 	if ((o->rate && sb_option(b, "rate", o->rate)) ||
 	    (o->format && sb_option(b, "format", o->format)) ||

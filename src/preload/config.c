@@ -149,6 +149,9 @@ static const ap_option_spec specs[] = {
 	  "random seed (0 = random; fixed seeds make runs reproducible)" },
 	{ "dump_at_exit", AP_OPT_BOOL, OFF(dump_at_exit), 0, 0, NULL, 0, NULL,
 	  "write a profile when the program exits or execs another" },
+	{ "exec_note", AP_OPT_BOOL, OFF(exec_note), 0, 0, NULL, 0, NULL,
+	  "say on stderr when the program execs another whose environment "
+	  "drops the runtime (allocprof run sets it)" },
 	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
 	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
 	{ "interval", AP_OPT_CUSTOM, OFF(interval_ns), 0, 0, NULL, 0, parse_interval,

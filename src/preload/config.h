@@ -53,6 +53,7 @@ typedef struct rt_options {
 	char output[RT_PATH_CAP]; /* pattern; "" = default for the format */
 	uint64_t seed;          /* 0 = random */
 	bool dump_at_exit;
+	bool exec_note;         /* say when an exec leaves the runtime behind */
 	int signal;             /* dump on this signal; 0 = none */
 	uint64_t interval_ns;   /* periodic dumps; 0 = none, else at least
 				   RT_INTERVAL_MIN_NS */

@@ -75,7 +75,7 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	rt_before_exec();
+	rt_before_exec(path, envp);
 	execve_fn f;
 	if (!next_fn(F_EXECVE, &f))
 		return -1;
@@ -84,7 +84,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 EXPORT int execv(const char *path, char *const argv[])
 {
-	rt_before_exec();
+	rt_before_exec(path, environ);
 	execv_fn f;
 	if (!next_fn(F_EXECV, &f))
 		return -1;
@@ -93,7 +93,7 @@ EXPORT int execv(const char *path, char *const argv[])
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-	rt_before_exec();
+	rt_before_exec(file, environ);
 	execv_fn f;
 	if (!next_fn(F_EXECVP, &f))
 		return -1;
@@ -102,7 +102,7 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	rt_before_exec();
+	rt_before_exec(file, envp);
 	execve_fn f;
 	if (!next_fn(F_EXECVPE, &f))
 		return -1;
@@ -111,7 +111,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	rt_before_exec();
+	rt_before_exec(NULL, envp);
 	fexecve_fn f;
 	if (!next_fn(F_FEXECVE, &f))
 		return -1;
@@ -121,7 +121,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		    int flags)
 {
-	rt_before_exec();
+	rt_before_exec(path, envp);
 	execveat_fn f;
 	if (!next_fn(F_EXECVEAT, &f))
 		return -1;

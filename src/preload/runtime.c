@@ -781,10 +781,27 @@ void rt_before_exit_now(void)
 		rt_exit_dump(false);
 }
 
-void rt_before_exec(void)
+/* Does the environment envp keep the runtime in LD_PRELOAD? */
+static bool env_keeps_runtime(char *const envp[])
+{
+	for (char *const *e = envp; e && *e; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) == 0)
+			return strstr(*e + 11, "liballocprof_preload") != NULL;
+	return false;
+}
+
+void rt_before_exec(const char *what, char *const envp[])
 {
 	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler())
 		return;
+	/* Under `allocprof run`, a wrapper that clears LD_PRELOAD (env -i, a
+	 * sanitising script, a build tool's sandbox) leaves the program it
+	 * starts unprofiled, and the summary would show only the wrapper's
+	 * profile: say so. A line from a stack buffer, safe in a vfork
+	 * child, where most exec calls of a program's children come from. */
+	if (rt.opt.exec_note && !env_keeps_runtime(envp))
+		rt_log("%s is started without liballocprof_preload.so in its "
+		       "LD_PRELOAD: it is not profiled", what ? what : "a program");
 	uint64_t m = rt_enter();
 	/* Not in a process sharing this one's memory (vfork): nothing there
 	 * is its own. Not when nothing was sampled since the process started

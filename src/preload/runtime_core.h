@@ -292,8 +292,11 @@ void *rt_realloc_sampled(void *p, size_t n);
 void rt_before_exit_now(void);
 /* The exec family (interpose_exec.c), before the program is replaced:
  * its profile, when this process sampled anything since it started or
- * forked (the next program's runtime names its files apart, procs.h). */
-void rt_before_exec(void);
+ * forked (the next program's runtime names its files apart, procs.h);
+ * with exec_note=1, a line when envp (the next program's environment)
+ * drops the runtime from LD_PRELOAD. what: the path or file name, or
+ * NULL (fexecve). */
+void rt_before_exec(const char *what, char *const envp[]);
 
 /* A copy of the process the fork handlers did not see (raw clone): take
  * it over as fork's child handler would (runtime.c). */

@@ -94,8 +94,9 @@ ALLOCPROF_OPTIONS="seed=7,rate=100" LD_PRELOAD="${jem:-}" \
 	expect_status 0 "$CLI" run -q -r 4096 -e max_depth=16 -o "rel.%p.pb.gz" -- env
 opts=$(sed -n 's/^ALLOCPROF_OPTIONS=//p' "$TMP/out")
 pre=$(sed -n 's/^LD_PRELOAD=//p' "$TMP/out")
+# run's own exec_note=1 first, so that the user's may turn it off.
 case "$opts" in
-seed=7,rate=100,*rate=4096*) ;;
+exec_note=1,seed=7,rate=100,*rate=4096*) ;;
 *) fail "user's ALLOCPROF_OPTIONS not kept before the command line's: '$opts'" ;;
 esac
 case "$opts" in
@@ -113,10 +114,22 @@ if [ -n "$jem" ]; then
 	esac
 fi
 
+# A wrapper that clears LD_PRELOAD leaves its program unprofiled: run says
+# which program, once (exec_note=1); the user's options may turn it off.
+expect_status 0 "$CLI" run -q -- env -u LD_PRELOAD /bin/true
+grep -q '^allocprof: /bin/true is started without liballocprof_preload.so in its LD_PRELOAD' "$TMP/err" ||
+	fail "no note of the unprofiled /bin/true: $(cat "$TMP/err")"
+[ "$(grep -c 'is started without' "$TMP/err")" = 1 ] || fail "the note, more than once: $(cat "$TMP/err")"
+ALLOCPROF_OPTIONS=exec_note=0 expect_status 0 "$CLI" run -q -- env -u LD_PRELOAD /bin/true
+! grep -q 'is started without' "$TMP/err" || fail "exec_note=0 did not turn the note off"
+# An exec that keeps the environment says nothing.
+expect_status 0 "$CLI" run -q -- sh -c 'exec /bin/true'
+! grep -q 'is started without' "$TMP/err" || fail "a note for an exec that keeps LD_PRELOAD: $(cat "$TMP/err")"
+
 # -e output= and -e rate= are the same as -o and -r; size suffixes pass.
 expect_status 0 "$CLI" run -q -r 64k -e output=rel2.%p.pb.gz -- env
 case "$(sed -n 's/^ALLOCPROF_OPTIONS=//p' "$TMP/out")" in
-"rate=64k,output=$TMP/rel2.%p.pb.gz") ;;
+"exec_note=1,rate=64k,output=$TMP/rel2.%p.pb.gz") ;;
 *) fail "-r 64k / -e output= composed as: $(grep ALLOCPROF_OPTIONS "$TMP/out")" ;;
 esac
 
