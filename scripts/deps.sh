@@ -9,7 +9,7 @@ build=(cmake gcc g++ clang make pkg-config zlib1g-dev libunwind-dev libdw-dev li
 test=(valgrind strace prometheus golang-go libjemalloc-dev libjemalloc2 google-perftools
       libgoogle-perftools-dev libmimalloc-dev libmimalloc2.0 python3 sqlite3 git curl
       libxml2-utils libclang-rt-14-dev groff-base man-db binutils librsvg2-bin musl-tools
-      rustc nginx-light redis-server redis-tools)
+      rustc)
 bench=(heaptrack gnuplot-nox hyperfine strace)
 want=("${build[@]}")
 [ "$level" = build ] || want+=("${test[@]}")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # preload_servers_test.sh: two production servers from Debian, as an SRE
 # runs them, when they are installed (each part is skipped otherwise; the
-# whole test when neither is):
+# whole test when neither is). scripts/deps.sh does not install them: on a
+# machine with systemd, Debian starts and enables both services at
+# installation, which a test suite has no business doing. To run this
+# test: apt-get install nginx-light redis-server redis-tools.
 #  - nginx: daemonizes (the starting process exits), a root master forks
 #    two workers that switch to another user, `-s reload` replaces the
 #    workers, `-s quit` ends them all. Every one of those processes must
