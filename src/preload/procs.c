@@ -341,12 +341,11 @@ int procs_chroot(const char *path)
  * unshare(CLONE_NEWUSER) (and of CLONE_THREAD, CLONE_SIGHAND, CLONE_VM),
  * and setns() into a user or a mount namespace, fail with EINVAL in a
  * process of more than one thread. The runtime's dumper thread (on by
- * default, for dump_on=) and the HTTP endpoint's would make them fail in
- * every profiled program: rootless containers, sandboxes, unshare -r,
- * nsenter. Around those calls both threads are stopped and started again
- * afterwards (the endpoint on a new port when it had asked for any).
- * push= keeps a thread that cannot be stopped: then the call fails as
- * before, and the runtime says why once.
+ * default, for dump_on=), the HTTP endpoint's and push='s sender would
+ * make them fail in every profiled program: rootless containers,
+ * sandboxes, unshare -r, nsenter. Around those calls the three are stopped
+ * and started again afterwards (the endpoint on a new port when it had
+ * asked for any; the sender by the dumper, as at start-up).
  */
 /* Until thread tid of this process is gone for the kernel: a joined
  * thread still counts a moment longer (it is released after its tid is
@@ -377,15 +376,11 @@ static bool pause_threads(bool *http_was)
 	}
 	*http_was = http_runtime_running();
 	long http_tid = http_runtime_stop();
-	long dumper_tid = dumper_stop();
+	long dumper_tid = dumper_stop(); /* it starts push's thread again */
+	long push_tid = push_stop();
 	wait_gone(http_tid);
 	wait_gone(dumper_tid);
-	if (push_enabled()) {
-		static atomic_flag said = ATOMIC_FLAG_INIT;
-		if (!atomic_flag_test_and_set(&said))
-			rt_log("the program changes its user or mount namespace, which "
-			       "needs a single thread, and push= keeps one: the call fails");
-	}
+	wait_gone(push_tid);
 	rt_leave(m);
 	return true;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,9 @@ static pthread_cond_t cond;   /* a job is pending, or the state changed */
 static push_job pending;
 static bool busy;             /* the thread is sending a job */
 static long started_pid;
+static pthread_t sender;      /* the thread, when started_pid is this process */
+static bool stop_req;         /* push_stop: the thread returns */
+static _Atomic long sender_tid;
 /* Consecutive failed profiles: written by the sending thread, read at exit. */
 static _Atomic uint64_t failures;
 
@@ -246,10 +250,16 @@ static void *push_main(void *arg)
 {
 	(void)arg;
 	rt_tls.guard = 1; /* for the thread's whole life */
+	atomic_store(&sender_tid, (long)syscall(SYS_gettid));
 	for (;;) {
 		pthread_mutex_lock(&lock);
-		while (!pending.buf)
+		while (!pending.buf && !stop_req)
 			pthread_cond_wait(&cond, &lock);
+		if (stop_req) {
+			/* A pending profile waits for the next thread. */
+			pthread_mutex_unlock(&lock);
+			break;
+		}
 		push_job j = pending;
 		memset(&pending, 0, sizeof pending);
 		busy = true;
@@ -270,15 +280,12 @@ void push_start(void)
 		return;
 	pthread_mutex_lock(&lock);
 	if (started_pid != rt.pid) {
-		pthread_t t;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &at, push_main, NULL) == 0)
+		/* Joinable, for push_stop; at exit it is simply left. */
+		stop_req = false;
+		if (pthread_create(&sender, NULL, push_main, NULL) == 0)
 			started_pid = rt.pid;
 		else
 			rt_log("push: cannot start the sending thread: push is off");
-		pthread_attr_destroy(&at);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -301,6 +308,25 @@ void push_enqueue(const void *body, size_t len, uint64_t start_ns, uint64_t end_
 	pthread_mutex_unlock(&lock);
 	if (old.buf) /* not sent yet: the newer profile includes it */
 		arena_unmap(old.buf, old.cap);
+}
+
+long push_stop(void)
+{
+	pthread_mutex_lock(&lock);
+	if (started_pid != rt.pid) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	stop_req = true;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	/* Waits for a delivery under way, bounded by push's own timeouts. */
+	pthread_join(sender, NULL);
+	pthread_mutex_lock(&lock);
+	started_pid = 0;
+	stop_req = false;
+	pthread_mutex_unlock(&lock);
+	return atomic_load(&sender_tid);
 }
 
 void push_at_exit(void)
@@ -333,5 +359,6 @@ void push_atfork_child(void)
 		arena_unmap(pending.buf, pending.cap);
 	memset(&pending, 0, sizeof pending);
 	busy = false;
+	stop_req = false;
 	next_push = 0;
 }

@@ -46,6 +46,11 @@ void push_configure(void);
 bool push_enabled(void);
 /* From the dumper thread: start the sending thread (once per process). */
 void push_start(void);
+/* Stop the sending thread of this process and join it (after a delivery
+ * under way; a pending profile waits for the next push_start, which the
+ * dumper thread makes when it starts). The thread's id, or 0 when none
+ * ran. */
+long push_stop(void);
 /* Monotonic time of the next push_interval profile, 0 = none. */
 uint64_t push_next(void);
 /* Is that profile due at now? (then the next one is scheduled) */
