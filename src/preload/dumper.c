@@ -227,7 +227,7 @@ static void *dumper_main(void *arg)
 
 void dumper_start_if_needed(void)
 {
-	if (!needed())
+	if (!needed() || atomic_load(&rt.sandboxed))
 		return;
 	pthread_mutex_lock(&start_lock);
 	if (!(running && running_pid == rt.pid)) {

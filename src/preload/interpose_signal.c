@@ -19,7 +19,9 @@
  *
  * chroot, so that the output directory stays reachable in a daemon that
  * confines itself after start-up (outdir.h); unshare and setns, whose
- * user and mount namespace changes need the runtime's threads stopped.
+ * user and mount namespace changes need the runtime's threads stopped;
+ * prctl, so that a program that installs a seccomp filter itself gets its
+ * profile so far written first (rt_before_sandbox).
  *
  * signal and bsd_signal install with BSD semantics (SA_RESTART, the signal
  * blocked in its handler) and sysv_signal with System V's (SA_RESETHAND |
@@ -27,6 +29,8 @@
  */
 #include <dlfcn.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -87,4 +91,16 @@ EXPORT int unshare(int flags)
 EXPORT int setns(int fd, int nstype)
 {
 	return procs_setns(fd, nstype);
+}
+
+/* glibc declares it variadic; every option takes at most four more
+ * arguments, passed on as unsigned long as the kernel reads them. */
+EXPORT int prctl(int option, ...)
+{
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	return procs_prctl(option, a2, a3, a4, a5);
 }

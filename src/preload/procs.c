@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -362,6 +363,26 @@ static void wait_gone(long tid)
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 }
 
+void procs_stop_threads(bool *http_was)
+{
+	*http_was = http_runtime_running();
+	long http_tid = http_runtime_stop();
+	long dumper_tid = dumper_stop(); /* it starts push's thread again */
+	long push_tid = push_stop();
+	wait_gone(http_tid);
+	wait_gone(dumper_tid);
+	wait_gone(push_tid);
+}
+
+void procs_start_threads(bool http_was)
+{
+	if (atomic_load(&rt.sandboxed))
+		return; /* none again in a process that confined itself */
+	dumper_start_if_needed();
+	if (http_was)
+		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
+}
+
 static bool pause_threads(bool *http_was)
 {
 	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard)
@@ -374,13 +395,7 @@ static bool pause_threads(bool *http_was)
 		rt_leave(m);
 		return false;
 	}
-	*http_was = http_runtime_running();
-	long http_tid = http_runtime_stop();
-	long dumper_tid = dumper_stop(); /* it starts push's thread again */
-	long push_tid = push_stop();
-	wait_gone(http_tid);
-	wait_gone(dumper_tid);
-	wait_gone(push_tid);
+	procs_stop_threads(http_was);
 	rt_leave(m);
 	return true;
 }
@@ -389,9 +404,7 @@ static void resume_threads(bool http_was)
 {
 	int e = errno;
 	uint64_t m = rt_enter();
-	dumper_start_if_needed();
-	if (http_was)
-		http_runtime_start(&rt.opt.http, rt.opt.http_portfile, rt.opt.verbose);
+	procs_start_threads(http_was);
 	rt_leave(m);
 	errno = e;
 }
@@ -403,6 +416,26 @@ static void *next_or_enosys(const char *name)
 	if (!f)
 		errno = ENOSYS;
 	return f;
+}
+
+int procs_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+		unsigned long a5)
+{
+	static int (*real_prctl)(int, ...);
+	if (!real_prctl) {
+		void *f = next_or_enosys("prctl");
+		if (!f)
+			return -1;
+		memcpy(&real_prctl, &f, sizeof f);
+	}
+	bool confined = option == PR_SET_SECCOMP && rt_before_sandbox();
+	int rc = real_prctl(option, a2, a3, a4, a5);
+	if (confined && rc != 0) {
+		int e = errno;
+		rt_after_sandbox_failed();
+		errno = e;
+	}
+	return rc;
 }
 
 int procs_unshare(int flags)

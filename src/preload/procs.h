@@ -93,6 +93,15 @@ int procs_chroot(const char *path);
 /* The interposed unshare and setns (interpose_signal.c): the runtime's
  * threads stopped around the calls that need a single-threaded process. */
 int procs_unshare(int flags);
+/* The interposed prctl (interpose_signal.c): PR_SET_SECCOMP goes through
+ * rt_before_sandbox first. */
+int procs_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+		unsigned long a5);
+/* Stop the runtime's threads (dumper, HTTP endpoint, push's sender) and
+ * wait until the kernel no longer has them; start them again, unless the
+ * process confined itself. Under rt_enter, in the runtime's own process. */
+void procs_stop_threads(bool *http_was);
+void procs_start_threads(bool http_was);
 int procs_setns(int fd, int nstype);
 
 /* The interposed sigaction and signal (interpose_signal.c). */

@@ -691,7 +691,7 @@ static uint64_t mask_at(uint64_t m)
 
 static void rt_exit_dump(bool shared_dump)
 {
-	if (atomic_load(&rt.state) != RT_READY)
+	if (atomic_load(&rt.state) != RT_READY || atomic_load(&rt.sandboxed))
 		return;
 	if (rt_tls.guard) {
 		/* exit from inside the runtime's own work in this thread (a
@@ -781,6 +781,24 @@ void rt_before_exit_now(void)
 		rt_exit_dump(false);
 }
 
+/* The process's last profile before it changes (exec, a seccomp filter):
+ * written when wanted and anything was sampled since the process started
+ * or forked. From a handler (a server that re-execs itself on SIGHUP), as
+ * at exit: not the allocator's statistics, whose locks the interrupted
+ * code may hold. m: rt_enter's. */
+static void last_dump_if_sampled(uint64_t m)
+{
+	if (!last_dump_wanted())
+		return;
+	table_totals tot;
+	table_totals_get(&rt.table, &tot);
+	if (tot.samples > 0) {
+		dumper_exit_mask(mask_at(m));
+		dumper_dump_now(NULL);
+		dumper_exit_mask(0);
+	}
+}
+
 /* Does the environment envp keep the runtime in LD_PRELOAD? */
 static bool env_keeps_runtime(char *const envp[])
 {
@@ -792,7 +810,8 @@ static bool env_keeps_runtime(char *const envp[])
 
 void rt_before_exec(const char *what, char *const envp[])
 {
-	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler())
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler() ||
+	    atomic_load(&rt.sandboxed))
 		return;
 	/* Under `allocprof run`, a wrapper that clears LD_PRELOAD (env -i, a
 	 * sanitising script, a build tool's sandbox) leaves the program it
@@ -808,19 +827,44 @@ void rt_before_exec(const char *what, char *const envp[])
 	 * or forked: a fork child that execs at once (every command a shell
 	 * runs) leaves no file. The threads stay: if the exec fails, the
 	 * program goes on as it was. */
-	if (procs_check_pid() && last_dump_wanted()) {
-		table_totals tot;
-		table_totals_get(&rt.table, &tot);
-		if (tot.samples > 0) {
-			/* From a handler (a server that re-execs itself on
-			 * SIGHUP), as at exit: not the allocator's statistics,
-			 * whose locks the interrupted code may hold. */
-			dumper_exit_mask(mask_at(m));
-			dumper_dump_now(NULL);
-			dumper_exit_mask(0);
-		}
-	}
+	if (procs_check_pid())
+		last_dump_if_sampled(m);
 	rt_leave(m);
+}
+
+static bool sandbox_http_was, sandbox_was_on;
+static uint64_t sandbox_rate;
+
+bool rt_before_sandbox(void)
+{
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || atomic_load(&rt.sandboxed))
+		return false;
+	uint64_t m = rt_enter();
+	if (!procs_check_pid()) {
+		rt_leave(m); /* a vfork child: nothing here is its own */
+		return false;
+	}
+	last_dump_if_sampled(m);
+	procs_stop_threads(&sandbox_http_was);
+	atomic_store(&rt.sandboxed, true);
+	rt_leave(m);
+	sandbox_was_on = control_on();
+	sandbox_rate = control_rate();
+	control_stop(); /* its re-arming rounds sleep: before the filter */
+	if (rt.opt.verbose)
+		rt_log("the program installs a seccomp filter: its profile so far is "
+		       "written, and this process is not profiled from here on");
+	return true;
+}
+
+void rt_after_sandbox_failed(void)
+{
+	atomic_store(&rt.sandboxed, false);
+	uint64_t m = rt_enter();
+	procs_start_threads(sandbox_http_was);
+	rt_leave(m);
+	if (sandbox_was_on)
+		control_start(sandbox_rate);
 }
 
 /* ---- public API ---------------------------------------------------------- */

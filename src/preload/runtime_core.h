@@ -141,6 +141,9 @@ typedef struct runtime {
 	pthread_mutex_t dump_lock; /* one dump at a time; also held at fork */
 	uint64_t dump_seq;      /* %n of the next file */
 	char pattern[RT_PATH_CAP]; /* output pattern, anchored at the start cwd */
+	atomic_bool sandboxed;  /* the program installed a seccomp filter:
+				   no dump, no thread, no sample from then on
+				   (rt_before_sandbox) */
 } runtime;
 
 /* Hidden on the declarations too: then the compiler knows they live in this
@@ -297,6 +300,14 @@ void rt_before_exit_now(void);
  * drops the runtime from LD_PRELOAD. what: the path or file name, or
  * NULL (fexecve). */
 void rt_before_exec(const char *what, char *const envp[]);
+/* prctl(PR_SET_SECCOMP) (interpose_signal.c), before the program confines
+ * itself: a filter cannot be read from inside, and a call it forbids
+ * (kill being the usual action) would end the program at its next dump.
+ * So the profile so far is written now, the runtime's threads stop and
+ * sampling ends for this process. true when it did so; then, should the
+ * call fail, rt_after_sandbox_failed undoes it. */
+bool rt_before_sandbox(void);
+void rt_after_sandbox_failed(void);
 
 /* A copy of the process the fork handlers did not see (raw clone): take
  * it over as fork's child handler would (runtime.c). */

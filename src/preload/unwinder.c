@@ -184,6 +184,53 @@ static void stack_bounds(void)
 		boot_scratch_end();
 }
 
+/*
+ * The readable segments of the objects loaded when the runtime started
+ * (the program, ld.so, libc and the rest), taken once by unwind_prepare:
+ * libunwind checks an address in them when a frame has no unwind rules,
+ * the loader's own at the bottom of a constructor's stack above all, and
+ * a seccomp filter that kills at its checks would end the program while
+ * it starts. An object unloaded later (dlclose) may leave its range to
+ * anything: the table is dropped then for good (readable_n 0), and the
+ * checks go back to system calls.
+ */
+#define READABLE_MAX 192
+static uintptr_t readable_lo[READABLE_MAX], readable_hi[READABLE_MAX];
+static _Atomic int readable_n;
+
+static int readable_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	int *n = data;
+	for (int i = 0; i < info->dlpi_phnum && *n < READABLE_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || !ph->p_memsz)
+			continue;
+		/* Whole pages: the mapping covers them (ld.so maps the rest of
+		 * the last page with the file, or zeros for the bss). */
+		uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)4095;
+		uintptr_t hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		readable_lo[*n] = lo;
+		readable_hi[*n] = hi;
+		(*n)++;
+	}
+	return 0;
+}
+
+static void readable_collect(void)
+{
+	if (atomic_load(&readable_n))
+		return;
+	int n = 0;
+	dl_iterate_phdr(readable_cb, &n);
+	atomic_store(&readable_n, n);
+}
+
+static void readable_forget(void)
+{
+	atomic_store(&readable_n, -1); /* never collected again */
+}
+
 bool unwind_stack_readable(uintptr_t a, size_t n)
 {
 	/* From the page this frame is in to the top of the thread's own
@@ -192,8 +239,14 @@ bool unwind_stack_readable(uintptr_t a, size_t n)
 	 * below. */
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t from = sp & ~(uintptr_t)4095;
-	return stack_hi > 1 && sp > stack_lo && sp < stack_hi && from >= stack_lo &&
-	       a >= from && a < stack_hi && n <= stack_hi - a;
+	if (stack_hi > 1 && sp > stack_lo && sp < stack_hi && from >= stack_lo && a >= from &&
+	    a < stack_hi && n <= stack_hi - a)
+		return true;
+	int k = atomic_load(&readable_n);
+	for (int i = 0; i < k; i++)
+		if (a >= readable_lo[i] && a < readable_hi[i] && n <= readable_hi[i] - a)
+			return true;
+	return false;
 }
 
 void unwind_atfork_prepare(void)
@@ -327,6 +380,7 @@ static void rules_forget(void);
 
 void unwind_forget_code(void)
 {
+	readable_forget();
 	for (size_t i = 0; i < FPFN_CACHE; i++)
 		atomic_store_explicit(&fpfn_cache[i], 0, memory_order_relaxed);
 	rules_forget();
@@ -752,6 +806,7 @@ __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 #else
 void unwind_forget_code(void)
 {
+	readable_forget();
 }
 
 static int capture_alt(uintptr_t *pcs, int max)
@@ -813,6 +868,7 @@ int unwind_prepare(unwinder_kind k)
 			main_self = pthread_self();
 		}
 	}
+	readable_collect();
 	switch (k) {
 	case UNWINDER_LIBUNWIND:
 	case UNWINDER_LIBUNWIND_ONLY:

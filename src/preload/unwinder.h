@@ -104,9 +104,10 @@ void unwind_forget_code(void);
 /* Make libunwind's memory checks descriptor-free (unwind_nofd.c); before
  * its first use. 0, or AP_EUNSUPPORTED when its object cannot be patched. */
 int unwind_nofd_install(void);
-/* Is [a, a + n) between the caller's frame and the top of the calling
- * thread's stack, so certainly readable (unwind_nofd.c answers libunwind's
- * checks of such addresses without a system call)? */
+/* Is [a, a + n) certainly readable: between the caller's frame and the
+ * top of the calling thread's stack, or in a segment of an object loaded
+ * when the runtime started (unwind_nofd.c answers libunwind's checks of
+ * such addresses without a system call)? */
 bool unwind_stack_readable(uintptr_t a, size_t n);
 
 #endif

@@ -9,7 +9,8 @@
 # thread's own stack are now answered without a system call
 # (unwind_stack_readable). progs/seccomp_threads forbids them (and msync,
 # libunwind's other way to ask) and allocates from six threads; it must
-# print "ok", exit 0 and leave a profile, with each unwinder.
+# print "ok", exit 0 and leave a profile, with each unwinder. Then a
+# program that installs a filter itself (below).
 # (AP_TEST_PRELOAD: needs the runtime.)
 . "$(dirname "$0")/preload_smoke_test.sh"
 
@@ -32,4 +33,35 @@ for u in libunwind libgcc fp; do
 		check_profiles "$name" "$TMP/$name"
 	done
 done
+# A program that confines itself (sshd's pre-authentication child does, by
+# prctl): the runtime writes its profile before the filter goes in, stops
+# its threads and sampling, and writes nothing at exit, where the filter
+# would kill it. At rate 1 the profile holds the 300 blocks before and none
+# of the 500 after. Before: status 159 at the exit dump.
+SELF=$AP_PROGDIR/self_sandbox
+[ -x "$SELF" ] || fail "not built: $SELF"
+st=0
+bounded 60 "$SELF" >"$TMP/self.plain" 2>&1 || st=$?
+if [ $st = 77 ]; then
+	echo "note: no seccomp filters for self_sandbox: $(cat "$TMP/self.plain")"
+else
+	[ $st = 0 ] || fail "self_sandbox fails alone: status $st: $(cat "$TMP/self.plain")"
+	for opts in "" ",http=127.0.0.1:0" ",interval=50ms"; do
+		mkdir -p "$TMP/self"
+		rm -f "$TMP/self"/*
+		st=0
+		bounded 60 env LD_PRELOAD="$LIB" \
+			ALLOCPROF_OPTIONS="rate=1,output=$TMP/self/p.%p.%n.pb.gz$opts" \
+			"$SELF" >"$TMP/self.out" 2>"$TMP/self.err" || st=$?
+		[ $st = 0 ] || fail "self_sandbox ($opts): status $st (159: killed by its filter): $(head -3 "$TMP/self.err")"
+		[ "$(cat "$TMP/self.out")" = ok ] || fail "self_sandbox ($opts): printed $(cat "$TMP/self.out")"
+		f=$(ls -t "$TMP/self"/*.pb.gz 2>/dev/null | head -1)
+		[ -n "$f" ] || fail "self_sandbox ($opts): no profile from before the filter"
+		b=$(objects_of "$f" before_filter)
+		a=$(objects_of "$f" after_filter)
+		[ "$b" = 300 ] && [ -z "$a" ] ||
+			fail "self_sandbox ($opts): before_filter '$b' and after_filter '$a' objects, want 300 and none"
+	done
+fi
+
 echo "preload seccomp: ok"
