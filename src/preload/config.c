@@ -152,6 +152,10 @@ static const ap_option_spec specs[] = {
 	{ "exec_note", AP_OPT_BOOL, OFF(exec_note), 0, 0, NULL, 0, NULL,
 	  "say on stderr when the program execs another whose environment "
 	  "drops the runtime (allocprof run sets it)" },
+	{ "seccomp_keep", AP_OPT_BOOL, OFF(seccomp_keep), 0, 0, NULL, 0, NULL,
+	  "go on profiling after the program installs a seccomp filter with "
+	  "prctl (its filter must allow the dumps' system calls); off: the "
+	  "profile so far is written then, and nothing more" },
 	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
 	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
 	{ "interval", AP_OPT_CUSTOM, OFF(interval_ns), 0, 0, NULL, 0, parse_interval,

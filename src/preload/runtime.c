@@ -837,7 +837,8 @@ static uint64_t sandbox_rate;
 
 bool rt_before_sandbox(void)
 {
-	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || atomic_load(&rt.sandboxed))
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || atomic_load(&rt.sandboxed) ||
+	    rt.opt.seccomp_keep)
 		return false;
 	uint64_t m = rt_enter();
 	if (!procs_check_pid()) {

@@ -62,6 +62,23 @@ else
 		[ "$b" = 300 ] && [ -z "$a" ] ||
 			fail "self_sandbox ($opts): before_filter '$b' and after_filter '$a' objects, want 300 and none"
 	done
+	# seccomp_keep=1: the user vouches for the filter, here one that kills
+	# at kcmp only: profiling goes on, the exit dump has both sites.
+	for keep in 0 1; do
+		rm -f "$TMP/self"/*
+		bounded 60 env LD_PRELOAD="$LIB" \
+			ALLOCPROF_OPTIONS="rate=1,output=$TMP/self/k.%p.%n.pb.gz,seccomp_keep=$keep" \
+			"$SELF" permissive >"$TMP/self.out" 2>"$TMP/self.err" ||
+			fail "self_sandbox permissive (seccomp_keep=$keep): status $?: $(head -3 "$TMP/self.err")"
+		f=$(ls -t "$TMP/self"/*.pb.gz 2>/dev/null | head -1)
+		[ -n "$f" ] || fail "self_sandbox permissive (seccomp_keep=$keep): no profile"
+		b=$(objects_of "$f" before_filter)
+		a=$(objects_of "$f" after_filter)
+		want=
+		[ $keep = 0 ] || want=500
+		[ "$b" = 300 ] && [ "$a" = "$want" ] ||
+			fail "self_sandbox permissive (seccomp_keep=$keep): before_filter '$b', after_filter '$a', want 300 and '$want'"
+	done
 fi
 
 echo "preload seccomp: ok"
