@@ -10,7 +10,8 @@
  * one's instead of over them (procs.h, names).
  *
  * glibc's execl, execv and execvp call its execve internally, not through
- * the exported symbol, so every variant is interposed. The list forms
+ * the exported symbol, so every variant is interposed. posix_spawn and
+ * posix_spawnp are too, for exec_note's check alone. The list forms
  * build their argument vector on the stack, as glibc's do, or in a mapping
  * when it would take more than ARGS_ON_STACK pointers.
  */
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -38,9 +40,11 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 /* The next definitions, looked up by the constructor: a vfork child
  * calling execve must not be the first to ask the loader (its lock may be
  * held by a thread of the parent, which goes on running). */
-enum { F_EXECVE, F_EXECV, F_EXECVP, F_EXECVPE, F_FEXECVE, F_EXECVEAT, F_N };
+enum { F_EXECVE, F_EXECV, F_EXECVP, F_EXECVPE, F_FEXECVE, F_EXECVEAT, F_SPAWN, F_SPAWNP,
+       F_N };
 static const char *const names[F_N] = { "execve",  "execv",   "execvp",
-					 "execvpe", "fexecve", "execveat" };
+					 "execvpe", "fexecve", "execveat",
+					 "posix_spawn", "posix_spawnp" };
 static void *_Atomic next[F_N];
 
 __attribute__((constructor)) static void resolve_exec(void)
@@ -72,6 +76,8 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
@@ -126,6 +132,30 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 	if (!next_fn(F_EXECVEAT, &f))
 		return -1;
 	return f(dirfd, path, argv, envp, flags);
+}
+
+/* posix_spawn runs the program in a new process (glibc: a clone that
+ * shares this one's memory, then its internal execve, which nothing here
+ * sees): nothing of this process is lost, but under exec_note the program
+ * it starts is checked like an exec's (rt_note_exec). */
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	rt_note_exec(path, envp);
+	spawn_fn f;
+	if (!next_fn(F_SPAWN, &f))
+		return ENOSYS; /* posix_spawn returns the error */
+	return f(pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	rt_note_exec(file, envp);
+	spawn_fn f;
+	if (!next_fn(F_SPAWNP, &f))
+		return ENOSYS;
+	return f(pid, file, fa, attr, argv, envp);
 }
 
 /* The list forms: count the arguments, then gather them (and execle's

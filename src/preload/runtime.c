@@ -808,19 +808,24 @@ static bool env_keeps_runtime(char *const envp[])
 	return false;
 }
 
-void rt_before_exec(const char *what, char *const envp[])
+void rt_note_exec(const char *what, char *const envp[])
 {
-	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler() ||
-	    atomic_load(&rt.sandboxed))
-		return;
 	/* Under `allocprof run`, a wrapper that clears LD_PRELOAD (env -i, a
 	 * sanitising script, a build tool's sandbox) leaves the program it
 	 * starts unprofiled, and the summary would show only the wrapper's
 	 * profile: say so. A line from a stack buffer, safe in a vfork
 	 * child, where most exec calls of a program's children come from. */
-	if (rt.opt.exec_note && !env_keeps_runtime(envp))
+	if (atomic_load(&rt.state) == RT_READY && rt.opt.exec_note && !env_keeps_runtime(envp))
 		rt_log("%s is started without liballocprof_preload.so in its "
 		       "LD_PRELOAD: it is not profiled", what ? what : "a program");
+}
+
+void rt_before_exec(const char *what, char *const envp[])
+{
+	if (atomic_load(&rt.state) != RT_READY || rt_tls.guard || in_fault_handler() ||
+	    atomic_load(&rt.sandboxed))
+		return;
+	rt_note_exec(what, envp);
 	uint64_t m = rt_enter();
 	/* Not in a process sharing this one's memory (vfork): nothing there
 	 * is its own. Not when nothing was sampled since the process started

@@ -300,6 +300,9 @@ void rt_before_exit_now(void);
  * drops the runtime from LD_PRELOAD. what: the path or file name, or
  * NULL (fexecve). */
 void rt_before_exec(const char *what, char *const envp[]);
+/* exec_note's line alone (rt_before_exec, and posix_spawn's, which starts
+ * a program without replacing this one). */
+void rt_note_exec(const char *what, char *const envp[]);
 /* prctl(PR_SET_SECCOMP) (interpose_signal.c), before the program confines
  * itself: a filter cannot be read from inside, and a call it forbids
  * (kill being the usual action) would end the program at its next dump.

@@ -122,6 +122,15 @@ grep -q '^allocprof: /bin/true is started without liballocprof_preload.so in its
 [ "$(grep -c 'is started without' "$TMP/err")" = 1 ] || fail "the note, more than once: $(cat "$TMP/err")"
 ALLOCPROF_OPTIONS=exec_note=0 expect_status 0 "$CLI" run -q -- env -u LD_PRELOAD /bin/true
 ! grep -q 'is started without' "$TMP/err" || fail "exec_note=0 did not turn the note off"
+# posix_spawn too (Rust's Command and GNU make start programs that way):
+# the note for the empty environment only.
+if command -v python3 >/dev/null; then
+	expect_status 0 "$CLI" run -q -- python3 -c 'import os
+for env in ({}, dict(os.environ)):
+    os.waitpid(os.posix_spawn("/bin/true", ["true"], env), 0)'
+	[ "$(grep -c 'is started without liballocprof_preload.so' "$TMP/err")" = 1 ] ||
+		fail "posix_spawn: want one note: $(cat "$TMP/err")"
+fi
 # An exec that keeps the environment says nothing.
 expect_status 0 "$CLI" run -q -- sh -c 'exec /bin/true'
 ! grep -q 'is started without' "$TMP/err" || fail "a note for an exec that keeps LD_PRELOAD: $(cat "$TMP/err")"
