@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "allocprof/fileio.h"
+#include "fileio_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,29 +37,29 @@ int ap_file_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int fail_keep_errno(int fd, const char *unlink_path)
+static int fail_keep_errno(int fd, int dirfd, const char *unlink_path)
 {
 	int e = errno;
 	if (fd >= 0)
 		close(fd);
 	if (unlink_path)
-		unlink(unlink_path);
+		unlinkat(dirfd, unlink_path, 0);
 	errno = e;
 	return AP_EIO;
 }
 
-static int write_in_place(const char *path, const void *buf, size_t len)
+static int write_in_place(int dirfd, const char *path, const void *buf, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ap_file_write_all(fd, buf, len))
-		return fail_keep_errno(fd, NULL);
+		return fail_keep_errno(fd, dirfd, NULL);
 	if (close(fd))
 		return AP_EIO;
 	return 0;
 }
 
-int ap_file_write_atomic(const char *path, const void *buf, size_t len,
-			 unsigned mode)
+int apx_file_write_atomic_at(int dirfd, const char *path, const void *buf, size_t len,
+			     unsigned mode, void (*ready)(int fd))
 {
 	static _Atomic unsigned long seq;
 	char tmp[PATH_MAX];
@@ -68,8 +69,8 @@ int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 		errno = EINVAL;
 		return AP_EINVAL;
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return write_in_place(path, buf, len);
+	if (fstatat(dirfd, path, &st, 0) == 0 && !S_ISREG(st.st_mode))
+		return write_in_place(dirfd, path, buf, len);
 	/* pid and a counter keep concurrent writers (threads, forked
 	 * children) from sharing a temporary name. */
 	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
@@ -78,15 +79,22 @@ int ap_file_write_atomic(const char *path, const void *buf, size_t len,
 		errno = ENAMETOOLONG;
 		return AP_EIO;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		      (mode_t)mode);
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+			(mode_t)mode);
 	if (fd < 0)
-		return fail_keep_errno(-1, NULL);
+		return fail_keep_errno(-1, dirfd, NULL);
 	if (ap_file_write_all(fd, buf, len) || fsync(fd))
-		return fail_keep_errno(fd, tmp);
+		return fail_keep_errno(fd, dirfd, tmp);
+	if (ready)
+		ready(fd);
 	if (close(fd))
-		return fail_keep_errno(-1, tmp);
-	if (rename(tmp, path))
-		return fail_keep_errno(-1, tmp);
+		return fail_keep_errno(-1, dirfd, tmp);
+	if (renameat(dirfd, tmp, dirfd, path))
+		return fail_keep_errno(-1, dirfd, tmp);
 	return 0;
+}
+
+int ap_file_write_atomic(const char *path, const void *buf, size_t len, unsigned mode)
+{
+	return apx_file_write_atomic_at(AT_FDCWD, path, buf, len, mode, NULL);
 }

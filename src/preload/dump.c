@@ -29,6 +29,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../lib/fileio_internal.h"
 #include "../lib/hash.h"
 #include "allocprof/codec.h"
 #include "allocprof/estimate.h"
@@ -649,50 +650,6 @@ static void stamp_written(int fd)
 		errno = keep;
 }
 
-static _Atomic unsigned long tmp_seq;
-
-/*
- * Write name in the directory dfd (a chroot()ed program's output directory,
- * outdir.h, where /proc may be missing): a temporary name beside it, then
- * renameat over name. Into an existing non-regular file (a FIFO, a device)
- * it writes in place, as ap_file_write_atomic does. 0 or -1 (errno set).
- */
-static int write_at(int dfd, const char *name, const void *buf, size_t len)
-{
-	struct stat st;
-	if (fstatat(dfd, name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
-		int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		int rc = ap_file_write_all(fd, buf, len);
-		int e = errno;
-		close(fd);
-		errno = e;
-		return rc == 0 ? 0 : -1;
-	}
-	char tmp[PATH_MAX];
-	int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", name, (long)getpid(),
-			 atomic_fetch_add(&tmp_seq, 1));
-	if (k <= 0 || (size_t)k >= sizeof tmp) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -1;
-	int rc = -1;
-	if (ap_file_write_all(fd, buf, len) == 0 && fsync(fd) == 0) {
-		stamp_written(fd);
-		rc = renameat(dfd, tmp, dfd, name);
-	}
-	int e = errno;
-	close(fd);
-	if (rc != 0)
-		unlinkat(dfd, tmp, 0);
-	errno = e;
-	return rc;
-}
-
 /*
  * Write through an unnamed temporary file (O_TMPFILE) in path's directory:
  * a process killed while writing leaves no file behind, since the inode has
@@ -704,6 +661,7 @@ static int write_at(int dfd, const char *name, const void *buf, size_t len)
  */
 static int write_unnamed(const char *path, const void *buf, size_t len)
 {
+	static _Atomic unsigned long seq;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t dn = slash ? (size_t)(slash - path) : 1;
@@ -725,7 +683,7 @@ static int write_unnamed(const char *path, const void *buf, size_t len)
 			rc = 0;
 		} else if (errno == EEXIST) {
 			int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path,
-					 (long)getpid(), atomic_fetch_add(&tmp_seq, 1));
+					 (long)getpid(), atomic_fetch_add(&seq, 1));
 			if (k > 0 && (size_t)k < sizeof tmp &&
 			    linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
 				rc = rename(tmp, path);
@@ -757,8 +715,8 @@ int dump_write_named(const char *what, const char *path, const void *buf, size_t
 	int rc = 1;
 	const char *name;
 	int dfd = outdir_at(path, &name);
-	if (dfd >= 0)
-		rc = write_at(dfd, name, buf, len);
+	if (dfd >= 0) /* a chroot()ed program's: through its directory */
+		rc = apx_file_write_atomic_at(dfd, name, buf, len, 0600, stamp_written) == 0 ? 0 : -1;
 	else if (!(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
 		rc = write_unnamed(path, buf, len);
 	if (rc == 1)
