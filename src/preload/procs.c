@@ -302,19 +302,30 @@ int procs_dlclose(void *handle)
 	return rc;
 }
 
+/* Fill *fp (a function pointer, NULL until now) with the next definition
+ * of name (glibc's); false with errno ENOSYS when there is none. */
+static bool next_into(void *fp, const char *name)
+{
+	void *f;
+	memcpy(&f, fp, sizeof f);
+	if (f)
+		return true;
+	f = boot_next_sym(name);
+	if (!f) {
+		errno = ENOSYS;
+		return false;
+	}
+	memcpy(fp, &f, sizeof f);
+	return true;
+}
+
 /* ---- chroot ---------------------------------------------------------------- */
 
 int procs_chroot(const char *path)
 {
 	static int (*real_chroot)(const char *);
-	if (!real_chroot) {
-		void *f = boot_next_sym("chroot");
-		if (!f) {
-			errno = ENOSYS;
-			return -1;
-		}
-		memcpy(&real_chroot, &f, sizeof f);
-	}
+	if (!next_into(&real_chroot, "chroot"))
+		return -1;
 	bool ours = atomic_load(&rt.state) == RT_READY && !rt_tls.guard;
 	if (ours) {
 		uint64_t m = rt_enter();
@@ -409,25 +420,12 @@ static void resume_threads(bool http_was)
 	errno = e;
 }
 
-/* The next definition of name (glibc's), or NULL with errno ENOSYS. */
-static void *next_or_enosys(const char *name)
-{
-	void *f = boot_next_sym(name);
-	if (!f)
-		errno = ENOSYS;
-	return f;
-}
-
 int procs_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
 		unsigned long a5)
 {
 	static int (*real_prctl)(int, ...);
-	if (!real_prctl) {
-		void *f = next_or_enosys("prctl");
-		if (!f)
-			return -1;
-		memcpy(&real_prctl, &f, sizeof f);
-	}
+	if (!next_into(&real_prctl, "prctl"))
+		return -1;
 	bool confined = option == PR_SET_SECCOMP && rt_before_sandbox();
 	int rc = real_prctl(option, a2, a3, a4, a5);
 	if (confined && rc != 0) {
@@ -441,12 +439,8 @@ int procs_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4
 int procs_unshare(int flags)
 {
 	static int (*real_unshare)(int);
-	if (!real_unshare) {
-		void *f = next_or_enosys("unshare");
-		if (!f)
-			return -1;
-		memcpy(&real_unshare, &f, sizeof f);
-	}
+	if (!next_into(&real_unshare, "unshare"))
+		return -1;
 	bool http_was = false;
 	bool paused = (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) &&
 		      pause_threads(&http_was);
@@ -459,12 +453,8 @@ int procs_unshare(int flags)
 int procs_setns(int fd, int nstype)
 {
 	static int (*real_setns)(int, int);
-	if (!real_setns) {
-		void *f = next_or_enosys("setns");
-		if (!f)
-			return -1;
-		memcpy(&real_setns, &f, sizeof f);
-	}
+	if (!next_into(&real_setns, "setns"))
+		return -1;
 	/* nstype 0 joins whatever fd is: ask the kernel which type (a
 	 * program that switches network namespaces this way, thread by
 	 * thread, must not have the runtime's threads stopped each time). */
@@ -486,17 +476,23 @@ int procs_setns(int fd, int nstype)
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* A file not written by this runtime, written since `from` (its
- * modification time at or after it: a tie counts as another's)? */
-static bool written_since(const char *path, const struct timespec *from)
+/* a at or after b? */
+static bool ts_ge(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* The modification time of path, a regular file this runtime did not
+ * write; false for anything else. */
+static bool others_mtime(const char *path, struct timespec *t)
 {
 	struct stat st;
 	if (outdir_stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
 	if (own_valid && st.st_dev == own_dev && st.st_ino == own_ino)
 		return false;
-	return st.st_mtim.tv_sec > from->tv_sec ||
-	       (st.st_mtim.tv_sec == from->tv_sec && st.st_mtim.tv_nsec >= from->tv_nsec);
+	*t = st.st_mtim;
+	return true;
 }
 
 /* Was path written after this runtime started, by the time the runtime
@@ -532,13 +528,10 @@ static bool written_after_start(const char *path)
  * safe answer (two processes keep two files). */
 static bool written_by_another(const char *path)
 {
-	struct stat st;
-	if (!written_since(path, &start_coarse) || outdir_stat(path, &st) != 0)
+	struct timespec t;
+	if (!others_mtime(path, &t) || !ts_ge(&t, &start_coarse))
 		return false;
-	if (st.st_mtim.tv_sec > start_fine.tv_sec ||
-	    (st.st_mtim.tv_sec == start_fine.tv_sec && st.st_mtim.tv_nsec >= start_fine.tv_nsec))
-		return true;
-	return written_after_start(path);
+	return ts_ge(&t, &start_fine) || written_after_start(path);
 }
 
 /* A file under this process's own pid that this runtime did not write,
@@ -563,7 +556,8 @@ static bool written_by_earlier_image(const char *path)
 		from.tv_nsec += 1000000000L;
 		from.tv_sec--;
 	}
-	return written_since(path, &from);
+	struct timespec t;
+	return others_mtime(path, &t) && ts_ge(&t, &from); /* a tie: an earlier image's */
 }
 
 /* "DIGITS.DIGITS" exactly; the first number into *pid. */
