@@ -816,6 +816,16 @@ static int open_listener(const http_listen *l, uint16_t *port, char *err, size_t
 	return fd;
 }
 
+/* http_server_start gives up after making the listener and the pipe. */
+static int start_failed(http_server *s, arena *a)
+{
+	close(s->lfd);
+	close(s->wake_r);
+	close(s->wake_w);
+	arena_free(a, s);
+	return AP_EIO;
+}
+
 int http_server_start(const http_listen *l, const http_source *src,
 		      http_server **out, char *err, size_t errlen)
 {
@@ -848,11 +858,7 @@ int http_server_start(const http_listen *l, const http_source *src,
 	if (!fd_id_of(s->lfd, &s->lid) || !fd_id_of(s->wake_r, &s->wid)) {
 		snprintf(err, errlen, "cannot stat the server's descriptors: %s",
 			 strerror(errno));
-		close(s->lfd);
-		close(s->wake_r);
-		close(s->wake_w);
-		arena_free(src->a, s);
-		return AP_EIO;
+		return start_failed(s, src->a);
 	}
 	/* The thread must not take the program's signals. */
 	sigset_t all, old;
@@ -862,11 +868,7 @@ int http_server_start(const http_listen *l, const http_source *src,
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot start the server thread: %s", strerror(rc));
-		close(s->lfd);
-		close(s->wake_r);
-		close(s->wake_w);
-		arena_free(src->a, s);
-		return AP_EIO;
+		return start_failed(s, src->a);
 	}
 	*out = s;
 	return 0;
