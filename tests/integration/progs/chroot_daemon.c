@@ -18,20 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void *volatile sink;
+#include "churn.h"
 
-/* A macro, not a function: each caller is the allocating frame. */
-#define CHURN(n)                                  \
-	do {                                      \
-		for (int i = 0; i < (n); i++) {   \
-			sink = malloc(4096);      \
-			free(sink);               \
-		}                                 \
-	} while (0)
-
-__attribute__((noinline)) static void before_chroot(void) { CHURN(300); }
-__attribute__((noinline)) static void after_chroot(void) { CHURN(500); }
-__attribute__((noinline)) static void in_child(void) { CHURN(200); }
+__attribute__((noinline)) static void before_chroot(void) { CHURN(300, 4096); }
+__attribute__((noinline)) static void after_chroot(void) { CHURN(500, 4096); }
+__attribute__((noinline)) static void in_child(void) { CHURN(200, 4096); }
 
 int main(int argc, char **argv)
 {

@@ -22,19 +22,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "churn.h"
 #include "seccomp_kill.h"
 
-/* A macro, not a function: each caller is the allocating frame. */
-#define CHURN(n)                                          \
-	do {                                              \
-		for (int i = 0; i < (n); i++) {           \
-			void *volatile p = malloc(4096);  \
-			free(p);                          \
-		}                                         \
-	} while (0)
-
-__attribute__((noinline)) static void before_filter(void) { CHURN(300); }
-__attribute__((noinline)) static void after_filter(void) { CHURN(500); }
+__attribute__((noinline)) static void before_filter(void) { CHURN(300, 4096); }
+__attribute__((noinline)) static void after_filter(void) { CHURN(500, 4096); }
 
 int main(int argc, char **argv)
 {

@@ -35,18 +35,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void *volatile sink;
+#include "churn.h"
 
-#define CHURN(n)                                  \
-	do {                                      \
-		for (int i = 0; i < (n); i++) {   \
-			sink = malloc(2048);      \
-			free(sink);               \
-		}                                 \
-	} while (0)
-
-__attribute__((noinline)) static void before_ns(void) { CHURN(400); }
-__attribute__((noinline)) static void after_ns(void) { CHURN(600); }
+__attribute__((noinline)) static void before_ns(void) { CHURN(400, 2048); }
+__attribute__((noinline)) static void after_ns(void) { CHURN(600, 2048); }
 
 /* Map this process's ids in its new user namespace as `unshare -r` does,
  * so that it can still create files (the profile among them). */
