@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,40 +33,12 @@
 #include "allocprof/options.h"
 #include "allocprof/profile.h"
 #include "dump.h"
+#include "fd_id.h"
 #include "http_pprof.h"
 #include "log.h"
 
 /* C_WAIT: a delta profile (?seconds=N) holds its start until deadline_ns. */
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN, C_WAIT };
-
-/*
- * What a descriptor of ours refers to. A program may close every
- * descriptor (daemons do, at start-up) or dup2 over them, and then its own
- * sockets, pipes and files take the same numbers: the number alone does not
- * say the object is still ours. Before the thread polls, accepts, reads,
- * writes or closes through a number, fd_still() checks the object behind it
- * (a socket's or pipe's inode is unique while it exists).
- */
-typedef struct fd_id {
-	dev_t dev;
-	ino_t ino;
-} fd_id;
-
-static bool fd_id_of(int fd, fd_id *id)
-{
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0)
-		return false;
-	id->dev = st.st_dev;
-	id->ino = st.st_ino;
-	return true;
-}
-
-static bool fd_still(int fd, const fd_id *id)
-{
-	fd_id now;
-	return fd_id_of(fd, &now) && now.dev == id->dev && now.ino == id->ino;
-}
 
 #define DRAIN_MS 1000
 #define ACCEPT_PAUSE_MS 100

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "dump.h"
+#include "fd_id.h"
 #include "log.h"
 #include "runtime_core.h"
 
 static int dir_fd = -1;
-static dev_t dir_dev;
-static ino_t dir_ino;
+static fd_id dir_id;
 static atomic_bool chrooted; /* set after dir_fd, read by the dumper */
 /* The directory's text as it starts every expanded name, without the
  * final '/': rt.pattern's up to its last '/'. */
@@ -45,14 +45,10 @@ void outdir_before_chroot(void)
 	has_slash = slash != NULL;
 	int e = errno;
 	int fd = open(!slash ? "." : n == 0 ? "/" : dir_text, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
+	if (fd_id_of(fd, &dir_id))
 		dir_fd = fd;
-		dir_dev = st.st_dev;
-		dir_ino = st.st_ino;
-	} else if (fd >= 0) {
+	else if (fd >= 0)
 		close(fd);
-	}
 	errno = e;
 }
 
@@ -79,8 +75,7 @@ int outdir_at(const char *path, const char **name)
 	const char *rest = has_slash ? path + dir_len + 1 : path;
 	if (!*rest || strchr(rest, '/'))
 		return -1;
-	struct stat st;
-	if (fstat(dir_fd, &st) != 0 || st.st_dev != dir_dev || st.st_ino != dir_ino)
+	if (!fd_still(dir_fd, &dir_id))
 		return -1; /* the program closed it; the number may be its own now */
 	*name = rest;
 	return dir_fd;

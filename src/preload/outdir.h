@@ -8,8 +8,8 @@
  * (O_PATH) just before the call and keeps it; afterwards the runtime reaches
  * names in it through that descriptor. It is the runtime's only descriptor
  * besides the HTTP endpoint's, and it exists only in a process that
- * chroot()ed: each use first checks (fstat) that the number still holds the
- * directory, so a program that closes every descriptor loses the profiles
+ * chroot()ed: each use first checks (fd_id.h) that the number still holds
+ * the directory, so a program that closes every descriptor loses the profiles
  * written after that, never its own files.
  */
 #ifndef AP_PRELOAD_OUTDIR_H
