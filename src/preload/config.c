@@ -156,6 +156,10 @@ static const ap_option_spec specs[] = {
 	  "go on profiling after the program installs a seccomp filter with "
 	  "prctl (its filter must allow the dumps' system calls); off: the "
 	  "profile so far is written then, and nothing more" },
+	{ "unwind_trim", AP_OPT_BOOL, OFF(unwind_trim), 0, 0, NULL, 0, NULL,
+	  "give back the pages of unwind tables the libunwind unwinder read "
+	  "(every 64 lookups): a program with much code keeps its resident "
+	  "size" },
 	{ "signal", AP_OPT_CUSTOM, OFF(signal), 0, 0, NULL, 0, parse_signal,
 	  "dump when this signal arrives (e.g. SIGUSR2 or 12)" },
 	{ "interval", AP_OPT_CUSTOM, OFF(interval_ns), 0, 0, NULL, 0, parse_interval,
@@ -235,6 +239,7 @@ void rt_options_default(rt_options *o)
 	memset(o, 0, sizeof *o);
 	o->rate = AP_SAMPLER_DEFAULT_RATE;
 	o->dump_at_exit = true;
+	o->unwind_trim = true;
 	o->peak_gap_ns = 1000000000ULL;
 	o->lifetimes = true;
 	o->max_depth = 64;

@@ -56,6 +56,7 @@ typedef struct rt_options {
 	bool exec_note;         /* say when an exec leaves the runtime behind */
 	bool seccomp_keep;      /* go on profiling after the program installs
 				   a seccomp filter (rt_before_sandbox) */
+	bool unwind_trim;       /* give back the unwind tables' pages (ehtrim.h) */
 	int signal;             /* dump on this signal; 0 = none */
 	uint64_t interval_ns;   /* periodic dumps; 0 = none, else at least
 				   RT_INTERVAL_MIN_NS */

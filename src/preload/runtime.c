@@ -45,6 +45,7 @@
 #include "control.h"
 #include "detect.h"
 #include "dump.h"
+#include "ehtrim.h"
 #include "http_runtime.h"
 #include "memstat.h"
 #include "procs.h"
@@ -138,6 +139,7 @@ void rt_adopt_child(void)
 	dump_retired_reset_lock();
 	boot_scratch_atfork_child();
 	unwind_atfork_child();
+	ehtrim_atfork_child();
 	rt.pid = (long)getpid();
 	http_runtime_atfork_child(); /* never serve the parent's socket */
 	if (rt.opt.fork_mode == RT_FORK_STOP) {
@@ -259,6 +261,7 @@ static bool do_init(void)
 		       unwinder_names[rt.opt.unwinder], unwinder_names[alt]);
 		rt.opt.unwinder = alt;
 	}
+	ehtrim_init(rt.opt.unwind_trim && rt.opt.unwinder == UNWINDER_LIBUNWIND);
 	uintptr_t lo, hi;
 	if (unwind_object_range((const void *)&do_init, &lo, &hi) == 0)
 		unwind_set_self(lo, hi);
@@ -425,6 +428,11 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 		if (kept) {
 			dumper_after_sample(&after);
 			http_runtime_after_sample();
+		}
+		if (AP_UNLIKELY(unwind_lookups)) {
+			unsigned k = unwind_lookups;
+			unwind_lookups = 0;
+			ehtrim_note(k);
 		}
 	}
 	errno = e;

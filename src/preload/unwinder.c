@@ -151,6 +151,7 @@ static int capture_gcc(uintptr_t *pcs, int max)
  * glibc finds it by reading /proc/self/maps, with stdio, which takes more
  * stack than a sample may (its first sample could be on a small stack). */
 static __thread uintptr_t stack_lo, stack_hi;
+__thread unsigned unwind_lookups;
 static uintptr_t main_lo, main_hi;
 static pthread_t main_self; /* the thread main_lo and main_hi are of */
 
@@ -392,6 +393,7 @@ __attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i
 	unw_proc_info_t pi;
 	/* ret - 1: a call to a noreturn function may end its caller. The
 	 * bytes read lie in [start, ret), inside the function. */
+	unwind_lookups++;
 	bool ok = unw_get_proc_info_by_ip(unw_local_addr_space, ret - 1, &pi, NULL) == 0 &&
 		  pi.start_ip && pi.start_ip < ret &&
 		  prologue_keeps_fp((const unsigned char *)pi.start_ip, ret - pi.start_ip);
@@ -630,6 +632,7 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 			synced = false;
 		} else {
 			unw_proc_info_t pi;
+			unwind_lookups++;
 			if (unw_get_proc_info_by_ip(unw_local_addr_space, ip - 1, &pi, NULL) != 0)
 				pi.start_ip = 0;
 			if (!synced) {

@@ -81,6 +81,10 @@ int unwind_prepare(unwinder_kind k);
  * capture.
  */
 const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
+
+/* Lookups of unwind tables (libunwind's, by the libunwind unwinder) this
+ * thread made since the runtime last took the count (ehtrim.h). */
+extern __thread unsigned unwind_lookups;
 /* The calling thread is exiting: give its capture buffer back. */
 void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */

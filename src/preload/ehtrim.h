@@ -1,0 +1,54 @@
+/*
+ * ehtrim.h: giving back the pages of unwind tables that stack captures read.
+ *
+ * libunwind finds a return address's unwind rules by a binary search of its
+ * object's .eh_frame_hdr and a read of the entry in .eh_frame. Those
+ * sections are mapped with the object's code, and every page a lookup reads
+ * becomes resident in the process. The unwinder learns each address's rule
+ * once (unwinder.c), so the pages are of no further use to it; but in a
+ * program with much code (clang: 10 MiB of unwind tables in libLLVM and
+ * libclang-cpp) they added 7 MiB to its resident size, file pages it would
+ * never have touched itself.
+ *
+ * Every EHTRIM_EVERY lookups, the runtime unmaps from the process the pages
+ * of every object's unwind tables with madvise(MADV_DONTNEED): a read-only
+ * page of a file mapping comes back from the page cache, unchanged, at its
+ * next touch (a minor fault). Only pages that are provably such are given
+ * back: inside a PT_LOAD segment without write permission, of an object
+ * without text relocations, and, in /proc/self/pagemap, not a private copy
+ * (written since it was mapped: a debugger's breakpoint, a hot patch). If
+ * pagemap cannot be read, nothing is given back.
+ *
+ * Never under a seccomp filter (seen at start-up, or installed with prctl
+ * later: rt.sandboxed): the trim's system calls (openat, pread64, madvise)
+ * are ones such a filter may forbid.
+ */
+#ifndef AP_PRELOAD_EHTRIM_H
+#define AP_PRELOAD_EHTRIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Lookups between two trims: each brings in at most a few pages (the
+ * search's, the entry's), so the unwind tables' share of the resident size
+ * stays within a few hundred KiB between trims. */
+#define EHTRIM_EVERY 32
+
+/* At start-up: trim when on (option unwind_trim, libunwind the unwinder)
+ * and the process runs under no seccomp filter. */
+void ehtrim_init(bool on);
+
+/* From a sampling thread (guard set): k more lookups were made. Trims when
+ * EHTRIM_EVERY have accumulated and no other thread is trimming. */
+void ehtrim_note(unsigned k);
+
+/* Trim now; returns the resident pages given back, or -1 when trimming
+ * is off, another thread is trimming, or pagemap cannot be read. */
+long ehtrim_run(void);
+
+/* For verbose=1's memory line: trims made, resident pages given back. */
+void ehtrim_stats(uint64_t *trims, uint64_t *pages);
+
+void ehtrim_atfork_child(void);
+
+#endif
