@@ -56,6 +56,7 @@ declare -A WL_DESC=(
   [xthread]="bench/xthread_bench ${SIZE[xthread]} 2 (2 producer + 2 consumer threads, every free cross-thread)"
   [python]="python3 bench/workloads/alloc_heavy.py ${SIZE[python]} (PYTHONMALLOC=malloc)"
   [sqlite]="sqlite3 :memory: on bench/workloads/sqlite_workload.sql, ${SIZE[sqlite]} rows"
+  [clang]="clang++ -O1 -c bench/workloads/cxx_workload.cpp (a large C++ program without frame pointers; memory suite only)"
 )
 
 # workload_cmd NAME: sets WL_CMD (argv array) and WL_ENV (assignments).
@@ -74,6 +75,7 @@ workload_cmd() {
           cat "$src_dir/bench/workloads/sqlite_workload.sql"; } >"$sql"
       fi
       WL_CMD=(sqlite3 :memory: ".read $sql") ;;
+    clang) WL_CMD=(clang++ -O1 -c "$src_dir/bench/workloads/cxx_workload.cpp" -o "$tmp/cxx_workload.o") ;;
     *) echo "bench: unknown workload $1" >&2; exit 1 ;;
   esac
 }

@@ -33,6 +33,15 @@ source "$here/lib/tools.sh"
 source "$here/lib/shift.sh"
 
 if [ "$quick" = 1 ]; then runs=3; else runs=11; fi
+# And clang compiling a C++ file: a program with 100 MiB of code and no
+# frame pointers, whose samples meet new code throughout (the unwind
+# tables' pages, src/preload/ehtrim.h).
+mem_workloads=$WORKLOADS
+if command -v clang++ >/dev/null; then
+  mem_workloads="$mem_workloads clang"
+else
+  echo "memory: clang++ is not installed: no clang workload" >&2
+fi
 mimalloc=$(lib_path libmimalloc.so.2)
 allocs="glibc jemalloc tcmalloc"
 [ -n "$mimalloc" ] && allocs="$allocs mimalloc"
@@ -62,7 +71,7 @@ raw=$tmp/raw.txt
 : >"$raw"
 mkdir -p "$tmp/o"
 for r in $(seq "$runs"); do
-  for w in $WORKLOADS; do
+  for w in $mem_workloads; do
     workload_cmd "$w"
     for a in $allocs; do
       if [ $((r % 2)) = 1 ]; then order="0 1"; else order="1 0"; fi
@@ -121,12 +130,49 @@ if command -v strace >/dev/null && [[ " $WORKLOADS " == *" micro "* ]]; then
   sys_json="$sys_json}"
 fi
 
+# ---- clang: unwind tables given back or not (src/preload/ehtrim.h) ------------
+# clang over glibc alone, under allocprof (unwind_trim=1, the default) and
+# with unwind_trim=0, in rounds rotating the order; the same shift and
+# interval as the table, and the runtime's count of trims and KiB given back.
+trim_table="" trim_json="null"
+if [[ " $mem_workloads " == *" clang "* ]]; then
+  workload_cmd clang
+  : >"$tmp/trim.raw"
+  for r in $(seq "$runs"); do
+    for k in 0 1 2; do
+      c=$(((r + k) % 3))
+      AE=()
+      [ "$c" = 0 ] || AE=("LD_PRELOAD=$ap_lib"
+        "ALLOCPROF_OPTIONS=output=$tmp/o/ap.%p.pb.gz,verbose=1,unwind_trim=$((c == 1))")
+      run_measured "$tmp/log" "$tmp/res" "${AE[@]}" -- "${WL_CMD[@]}"
+      ML=""
+      [ "$c" = 0 ] || ML=$(memline "$tmp/log")
+      echo "$c $(awk '{ print $4 }' "$tmp/res") $(kv unwind_trims) $(kv unwind_trim_kib)" >>"$tmp/trim.raw"
+      rm -rf "${tmp:?}/o/"*
+    done
+  done
+  awk '$1 == 0 { print $2 }' "$tmp/trim.raw" >"$tmp/trim.0"
+  trim_json=""
+  for c in 1 2; do
+    awk -v c="$c" '$1 == c { print $2 }' "$tmp/trim.raw" >"$tmp/trim.$c"
+    read -r d l h tconf < <(shift_ci "$tmp/trim.0" "$tmp/trim.$c")
+    nt=$(awk -v c="$c" '$1 == c { print $3 }' "$tmp/trim.raw" | median)
+    gk=$(awk -v c="$c" '$1 == c { print $4 }' "$tmp/trim.raw" | median)
+    name="unwind_trim=1 (the default)"
+    [ "$c" = 1 ] || name="unwind_trim=0"
+    trim_table="$trim_table| $name | $(mib "$(awk -v c="$c" '$1 == c { print $2 }' "$tmp/trim.raw" | median)") MiB | $(mib "$d") MiB | $(mib "$l") to $(mib "$h") MiB | $nt | $(mib "$gk") MiB |
+"
+    trim_json="$trim_json${trim_json:+,}\"trim$((c == 1))\":{\"overhead_kib\":$d,\"overhead_ci_kib\":[$l,$h],\"trims\":$(jnum "$nt"),\"given_back_kib\":$(jnum "$gk")}"
+  done
+  trim_json="{\"rss_alone_kib\":$(median <"$tmp/trim.0"),$trim_json}"
+fi
+
 # ---- tables ---------------------------------------------------------------------
 rows=""
 brows=""
 json_rows=""
 n_met=0 n_missed=0 n_open=0 conf=nan
-for w in $WORKLOADS; do
+for w in $mem_workloads; do
   for a in $allocs; do
     base=$(med "$w" "$a" 0 rss)
     prof=$(med "$w" "$a" 1 rss)
@@ -158,9 +204,21 @@ for w in $WORKLOADS; do
     json_rows="$json_rows${json_rows:+,}$js}"
   done
 done
+trim_section=""
+if [ -n "$trim_table" ]; then
+  trim_section="The clang workload over glibc, alone and under allocprof with and without giving back the
+pages of unwind tables that its lookups read (\`unwind_trim=\`, \`src/preload/ehtrim.h\`), $runs rounds
+in rotating order; trims and the MiB given back are the runtime's count (medians; a page that
+came back after a trim counts again at the next):
+
+| clang over glibc | peak RSS | overhead | interval | trims | given back |
+|---|---|---|---|---|---|
+${trim_table}
+"
+fi
 mkdir -p "$out"
-printf '{"quick":%s,"runs":%s,"budget_floor_kib":%s,"budget_pct":%s,"rows":[%s],"syscalls_per_10k_samples":%s}\n' \
-  "$quick" "$runs" "$budget_floor_kib" "$budget_pct" "$json_rows" "$sys_json" >"$out/memory.json"
+printf '{"quick":%s,"runs":%s,"budget_floor_kib":%s,"budget_pct":%s,"rows":[%s],"syscalls_per_10k_samples":%s,"clang_unwind_trim":%s}\n' \
+  "$quick" "$runs" "$budget_floor_kib" "$budget_pct" "$json_rows" "$sys_json" "$trim_json" >"$out/memory.json"
 
 cat <<EOF
 ## Memory overhead
@@ -175,12 +233,12 @@ within budget, missed when its bottom is over, undecided when the interval holds
 a workload's own peak moves from run to run (xthread_bench alone by 1.4 MiB over glibc and
 3 MiB over mimalloc, its threads' scheduling deciding how much the allocators keep), and
 a median of a few runs each can land on either side. Workloads as in the comparison suite:
-$(for w in $WORKLOADS; do echo "- $w: ${WL_DESC[$w]}"; done)
+$(for w in $mem_workloads; do echo "- $w: ${WL_DESC[$w]}"; done)
 
 | workload | allocator | alone | under allocprof | overhead | interval | budget | |
 |---|---|---|---|---|---|---|---|
 ${rows}
-The runtime's own account (\`verbose=1\`, printed at exit by \`src/preload/memstat.c\`; medians,
+${trim_section}The runtime's own account (\`verbose=1\`, printed at exit by \`src/preload/memstat.c\`; medians,
 KiB): the range's peak resident pages (live sampled blocks, which the program would otherwise
 hold in its allocator, plus the warm cache and slack), the cache's peak and its budget at exit
 (max(floor, 1/64 of the live sampled pages), \`src/preload/region.h\`), the side table's
