@@ -62,8 +62,17 @@ start_prog() {
 		sleep 0.1
 	done
 	[ -n "$pf" ] || fail "$name: no port file after 10 s: $(cat "$HTMP/$name.err")"
-	# The program's own file is the oldest (fork children write later).
-	pf=$(ls -tr $pf | head -1)
+	# With %p, the program's own file is the one named by its pid (the
+	# child of timeout): its fork children write theirs later, but in the
+	# same tick of the file system's clock as often as not, so the
+	# oldest by time (ls -tr) was the child's in some runs.
+	local prog_pid=
+	read -r prog_pid _ <"/proc/$PID/task/$PID/children" 2>/dev/null || true
+	if [ -n "$prog_pid" ] && [ -e "$HTMP/$name.$prog_pid.port" ]; then
+		pf=$HTMP/$name.$prog_pid.port
+	else
+		pf=$(ls -tr $pf | head -1)
+	fi
 	ADDR=$(cat "$pf")
 	[[ $ADDR =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "$name: port file says '$ADDR'"
 	grep -qx "allocprof: serving on $ADDR" "$HTMP/$name.err" ||
