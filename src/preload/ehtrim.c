@@ -140,6 +140,8 @@ static uintptr_t eh_frame_end(uintptr_t eh, uintptr_t limit)
 				break;
 			uint64_t len64;
 			memcpy(&len64, (const void *)(p + 4), 8);
+			if (len64 > limit - p - 12)
+				break; /* also: 12 + len64 would wrap */
 			size = 12 + len64;
 		}
 		if (size > limit - p)
@@ -164,6 +166,35 @@ static bool has_textrel(const struct dl_phdr_info *info)
 	return false;
 }
 
+bool ehtrim_tables_span(uintptr_t hdr, size_t hdr_len, uintptr_t seg_lo, uintptr_t seg_hi,
+			uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = *hi = 0;
+	/* version, three encodings, and the .eh_frame pointer (at most 8) */
+	if (hdr_len < 12 || hdr < seg_lo || hdr > seg_hi || hdr_len > seg_hi - hdr)
+		return false;
+	const uint8_t *h = (const uint8_t *)hdr;
+	uintptr_t frame;
+	if (h[0] != 1 || !read_ptr(h + 4, h[1], hdr, &frame) || frame < seg_lo || frame >= seg_hi)
+		return false;
+	uintptr_t a, b;
+	if (frame < hdr) {
+		a = frame;
+		b = hdr + hdr_len;
+	} else {
+		a = hdr;
+		b = eh_frame_end(frame, seg_hi);
+	}
+	/* inward to whole pages */
+	a = (a + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+	b &= ~(uintptr_t)(PAGE - 1);
+	if (a >= b)
+		return false;
+	*lo = a;
+	*hi = b;
+	return true;
+}
+
 /* The span of info's unwind tables (whole pages of a read-only segment),
  * or false. */
 static bool find_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
@@ -172,7 +203,7 @@ static bool find_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t 
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
 			eh = &info->dlpi_phdr[i];
-	if (!eh || eh->p_memsz < 8)
+	if (!eh)
 		return false;
 	uintptr_t hdr = info->dlpi_addr + eh->p_vaddr;
 	uintptr_t hdr_end = hdr + eh->p_memsz;
@@ -199,24 +230,8 @@ static bool find_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t 
 			*hi = spans[i].hi < seg_hi ? spans[i].hi : seg_hi;
 			return *lo < *hi;
 		}
-	const uint8_t *h = (const uint8_t *)hdr;
-	uintptr_t frame;
-	uintptr_t a = 0, b = 0;
-	if (h[0] == 1 && read_ptr(h + 4, h[1], hdr, &frame) && frame >= seg_lo &&
-	    frame < seg_hi) {
-		if (frame < hdr) {
-			a = frame;
-			b = hdr_end;
-		} else {
-			a = hdr;
-			b = eh_frame_end(frame, seg_hi);
-		}
-		/* inward to whole pages */
-		a = (a + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
-		b &= ~(uintptr_t)(PAGE - 1);
-		if (a >= b)
-			a = b = 0;
-	}
+	uintptr_t a, b;
+	(void)ehtrim_tables_span(hdr, eh->p_memsz, seg_lo, seg_hi, &a, &b);
 	if (nspans < CACHE_MAX)
 		spans[nspans++] = (eh_span){ hdr, a, b };
 	*lo = a;

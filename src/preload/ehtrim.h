@@ -27,6 +27,7 @@
 #define AP_PRELOAD_EHTRIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Lookups between two trims: each brings in at most a few pages (the
@@ -50,5 +51,17 @@ long ehtrim_run(void);
 void ehtrim_stats(uint64_t *trims, uint64_t *pages);
 
 void ehtrim_atfork_child(void);
+
+/*
+ * The span, in whole pages, of the unwind tables whose .eh_frame_hdr is
+ * [hdr, hdr + hdr_len), inside the readable segment [seg_lo, seg_hi) that
+ * holds it: from the header to the end of .eh_frame (walked to its zero
+ * terminator) when .eh_frame follows, from .eh_frame to the header's end
+ * when it comes first. Reads only inside the segment (a header whose
+ * .eh_frame pointer leaves it gives none); false when there is no whole
+ * page. Exposed for tests/fuzz/preload_ehtrim_fuzz.c.
+ */
+bool ehtrim_tables_span(uintptr_t hdr, size_t hdr_len, uintptr_t seg_lo, uintptr_t seg_hi,
+			uintptr_t *lo, uintptr_t *hi);
 
 #endif
