@@ -32,6 +32,7 @@
 
 #include "dump.h"
 #include "detect.h"
+#include "ehtrim.h"
 #include "memtrig.h"
 #include "procmem.h"
 #include "procs.h"
@@ -185,8 +186,9 @@ static void *dumper_main(void *arg)
 			if (!deadline || t < deadline)
 				deadline = t ? t : 1;
 		}
-		uint64_t more[3] = { memtrig_next(), push_next(), series_deadline() };
-		for (int i = 0; i < 3; i++)
+		uint64_t more[4] = { memtrig_next(), push_next(), series_deadline(),
+				     ehtrim_deadline() };
+		for (int i = 0; i < 4; i++)
 			if (more[i] && (!deadline || more[i] < deadline))
 				deadline = more[i];
 		wait_until(deadline);
@@ -195,6 +197,7 @@ static void *dumper_main(void *arg)
 		control_poll();
 		uint64_t now = mono_ns();
 		series_poll(now);
+		ehtrim_poll(now);
 		bool term = atomic_exchange(&term_req, false);
 		bool dump = atomic_exchange(&signal_req, false) || term;
 		if (interval && now >= next_interval) {

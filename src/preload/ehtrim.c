@@ -22,6 +22,7 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@ typedef struct eh_span {
 static bool trim_on;
 static atomic_bool busy;
 static _Atomic uint64_t pending;
+static _Atomic uint64_t last_ns;  /* CLOCK_MONOTONIC of the last trim */
+static atomic_bool deferred;      /* a trim waits for EHTRIM_GAP_NS */
 static _Atomic uint64_t n_trims, n_pages;
 /* Written only by the thread holding busy (and pm, below). */
 static eh_span spans[CACHE_MAX];
@@ -321,8 +324,39 @@ long ehtrim_run(void)
 	return r;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A trim is due EHTRIM_GAP_NS after the last: run it now. */
+static void trim_now(uint64_t now)
+{
+	atomic_store(&last_ns, now);
+	atomic_store(&deferred, false);
+	(void)ehtrim_run();
+}
+
 void ehtrim_note(unsigned k)
 {
-	if (trim_on && atomic_fetch_add(&pending, k) + k >= EHTRIM_EVERY)
-		(void)ehtrim_run();
+	if (!trim_on || atomic_fetch_add(&pending, k) + k < EHTRIM_EVERY)
+		return;
+	uint64_t now = mono_ns();
+	if (now - atomic_load(&last_ns) >= EHTRIM_GAP_NS)
+		trim_now(now);
+	else if (!atomic_exchange(&deferred, true))
+		dumper_wake(); /* to trim at ehtrim_deadline */
+}
+
+uint64_t ehtrim_deadline(void)
+{
+	return atomic_load(&deferred) ? atomic_load(&last_ns) + EHTRIM_GAP_NS : 0;
+}
+
+void ehtrim_poll(uint64_t now)
+{
+	if (atomic_load(&deferred) && now - atomic_load(&last_ns) >= EHTRIM_GAP_NS)
+		trim_now(now);
 }

@@ -86,6 +86,9 @@ int main(void)
 	/* Then lookups elsewhere only: enough for several trims after the
 	 * last lookup of the program's own tables. */
 	eh_lib_run();
+	/* The runtime trims at most every 50 ms; one it held back is made by
+	 * its dumper thread when that time has passed: wait well past it. */
+	usleep(500000);
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (!s.hi || fd < 0) {
 		fprintf(stderr, "eh_pages: cannot find the unwind tables or read pagemap\n");
