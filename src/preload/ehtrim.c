@@ -45,7 +45,7 @@ static atomic_bool busy;
 static _Atomic uint64_t pending;
 static _Atomic uint64_t last_ns;  /* CLOCK_MONOTONIC of the last trim */
 static atomic_bool deferred;      /* a trim waits for EHTRIM_GAP_NS */
-static _Atomic uint64_t n_trims, n_pages;
+static _Atomic uint64_t n_trims, n_pages, n_lookups;
 /* Written only by the thread holding busy (and pm, below). */
 static eh_span spans[CACHE_MAX];
 static int nspans;
@@ -84,8 +84,9 @@ void ehtrim_atfork_child(void)
 	atomic_store(&busy, false);
 }
 
-void ehtrim_stats(uint64_t *trims, uint64_t *pages)
+void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *pages)
 {
+	*lookups = atomic_load(&n_lookups);
 	*trims = atomic_load(&n_trims);
 	*pages = atomic_load(&n_pages);
 }
@@ -341,6 +342,7 @@ static void trim_now(uint64_t now)
 
 void ehtrim_note(unsigned k)
 {
+	atomic_fetch_add_explicit(&n_lookups, k, memory_order_relaxed);
 	if (!trim_on || atomic_fetch_add(&pending, k) + k < EHTRIM_EVERY)
 		return;
 	uint64_t now = mono_ns();

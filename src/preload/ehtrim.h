@@ -63,8 +63,9 @@ void ehtrim_poll(uint64_t now);
  * is off, another thread is trimming, or pagemap cannot be read. */
 long ehtrim_run(void);
 
-/* For verbose=1's memory line: trims made, resident pages given back. */
-void ehtrim_stats(uint64_t *trims, uint64_t *pages);
+/* For verbose=1's memory line: lookups of unwind tables (all, trimming
+ * or not), trims made, resident pages given back. */
+void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *pages);
 
 void ehtrim_atfork_child(void);
 

@@ -44,8 +44,8 @@ void rt_memory_report(void)
 	size_t set_bytes = set_mapped_bytes(&rt_set);
 	table_totals tot;
 	table_totals_get(&rt.table, &tot);
-	uint64_t trims, trim_pages;
-	ehtrim_stats(&trims, &trim_pages);
+	uint64_t lookups, trims, trim_pages;
+	ehtrim_stats(&lookups, &trims, &trim_pages);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;
@@ -53,7 +53,7 @@ void rt_memory_report(void)
 	       "cache_kib=%zu cache_limit_kib=%zu side_table_kib=%zu side_table_res_kib=%zu "
 	       "arena_kib=%zu arena_used_kib=%zu set_kib=%zu warm=%llu cold=%llu "
 	       "fresh=%llu madvise=%llu mprotect=%llu mincore=%llu samples=%llu usable_by=%s "
-	       "unwind_trims=%llu unwind_trim_kib=%llu",
+	       "unwind_lookups=%llu unwind_trims=%llu unwind_trim_kib=%llu",
 	       (st.peak_resident << sh) >> 10, (st.committed << sh) >> 10,
 	       (st.peak_cache << sh) >> 10, ((st.cached + st.slack) << sh) >> 10,
 	       (st.limit << sh) >> 10, st.slots_bytes >> 10, slots_res >> 10, arena_mapped >> 10,
@@ -61,6 +61,6 @@ void rt_memory_report(void)
 	       (unsigned long long)st.cold_allocs, (unsigned long long)st.fresh_allocs,
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
 	       (unsigned long long)st.mincore_calls, (unsigned long long)tot.samples,
-	       rt_underlying_usable_way(), (unsigned long long)trims,
+	       rt_underlying_usable_way(), (unsigned long long)lookups, (unsigned long long)trims,
 	       (unsigned long long)(trim_pages * 4));
 }
