@@ -359,7 +359,8 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
  * no torn reads; a collision only costs a lookup again). A function judged
  * without one goes to libunwind: correct, only slower.
  */
-#define FPFN_CACHE 4096
+#define FPFN_BITS 12
+#define FPFN_CACHE (1u << FPFN_BITS)
 static _Atomic uintptr_t fpfn_cache[FPFN_CACHE];
 
 /* Bytes of a function searched for its frame-pointer set-up. */
@@ -403,7 +404,7 @@ __attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i
 
 static inline bool fn_keeps_fp(uintptr_t ret)
 {
-	size_t i = (size_t)(((uint64_t)ret * 0x9e3779b97f4a7c15ULL) >> 52) & (FPFN_CACHE - 1);
+	size_t i = (size_t)(((uint64_t)ret * 0x9e3779b97f4a7c15ULL) >> (64 - FPFN_BITS));
 	uintptr_t e = atomic_load_explicit(&fpfn_cache[i], memory_order_relaxed);
 	if (AP_LIKELY(e >> 1 == ret))
 		return e & 1;
@@ -475,7 +476,8 @@ static int tail_lookup(uintptr_t *out, int room, uintptr_t ip, uintptr_t sp)
  * written atomically; a reader that sees words of two different writes
  * fails the check unless they agree, and a failed check is a miss.
  */
-#define RULES 2048u
+#define RULES_BITS 11
+#define RULES (1u << RULES_BITS)
 #define RULE_MAGIC 0x9d6c2f1b58e3a7c5ULL
 enum { RULE_SP = 1, RULE_FP = 2, RULE_LAST = 3 };
 #define RULE_RBP_SAVED 4u
@@ -488,7 +490,7 @@ static rule_entry rules[RULES];
 
 static inline rule_entry *rule_at(uintptr_t ip)
 {
-	return &rules[((uint64_t)ip * 0x9e3779b97f4a7c15ULL) >> 53 & (RULES - 1)];
+	return &rules[((uint64_t)ip * 0x9e3779b97f4a7c15ULL) >> (64 - RULES_BITS)];
 }
 
 static inline uint64_t rule_get(uintptr_t ip)
