@@ -29,7 +29,6 @@
 
 #include "runtime_core.h"
 
-#define PAGE 4096u
 #define CACHE_MAX 256
 #define PM_PRESENT (UINT64_C(1) << 63)
 #define PM_SWAPPED (UINT64_C(1) << 62)
@@ -41,6 +40,7 @@ typedef struct eh_span {
 } eh_span;
 
 static bool trim_on;
+static uintptr_t page = 4096; /* the system's, from ehtrim_init */
 static atomic_bool busy;
 static _Atomic uint64_t pending;
 static _Atomic uint64_t last_ns;  /* CLOCK_MONOTONIC of the last trim */
@@ -74,6 +74,9 @@ static bool under_filter(void)
 
 void ehtrim_init(bool on)
 {
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps > 0 && !(ps & (ps - 1)))
+		page = (uintptr_t)ps;
 	trim_on = on && !under_filter();
 }
 
@@ -84,11 +87,11 @@ void ehtrim_atfork_child(void)
 	atomic_store(&busy, false);
 }
 
-void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *pages)
+void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *kib)
 {
 	*lookups = atomic_load(&n_lookups);
 	*trims = atomic_load(&n_trims);
-	*pages = atomic_load(&n_pages);
+	*kib = atomic_load(&n_pages) * (page / 1024);
 }
 
 /* A pointer of the header in encoding enc at *p (pc-relative or relative
@@ -190,8 +193,8 @@ bool ehtrim_tables_span(uintptr_t hdr, size_t hdr_len, uintptr_t seg_lo, uintptr
 		b = eh_frame_end(frame, seg_hi);
 	}
 	/* inward to whole pages */
-	a = (a + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
-	b &= ~(uintptr_t)(PAGE - 1);
+	a = (a + page - 1) & ~(page - 1);
+	b &= ~(page - 1);
 	if (a >= b)
 		return false;
 	*lo = a;
@@ -259,13 +262,13 @@ static void trim_span(trim_ctx *c, uintptr_t lo, uintptr_t hi)
 	uintptr_t run = 0; /* start of the current run, 0: none */
 	long run_res = 0;
 	for (uintptr_t p = lo; p < hi;) {
-		size_t n = (hi - p) / PAGE;
+		size_t n = (hi - p) / page;
 		if (n > sizeof pm / sizeof pm[0])
 			n = sizeof pm / sizeof pm[0];
-		ssize_t got = pread(c->pm, pm, n * sizeof pm[0], (off_t)(p / PAGE * sizeof pm[0]));
+		ssize_t got = pread(c->pm, pm, n * sizeof pm[0], (off_t)(p / page * sizeof pm[0]));
 		if (got != (ssize_t)(n * sizeof pm[0]))
 			return; /* the run so far is not advised either */
-		for (size_t i = 0; i < n; i++, p += PAGE) {
+		for (size_t i = 0; i < n; i++, p += page) {
 			uint64_t e = pm[i];
 			bool ok = (e & PM_PRESENT) ? (e & PM_FILE) != 0 : !(e & PM_SWAPPED);
 			if (ok) {

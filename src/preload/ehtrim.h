@@ -64,8 +64,8 @@ void ehtrim_poll(uint64_t now);
 long ehtrim_run(void);
 
 /* For verbose=1's memory line: lookups of unwind tables (all, trimming
- * or not), trims made, resident pages given back. */
-void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *pages);
+ * or not), trims made, KiB of resident pages given back. */
+void ehtrim_stats(uint64_t *lookups, uint64_t *trims, uint64_t *kib);
 
 void ehtrim_atfork_child(void);
 

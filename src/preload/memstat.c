@@ -44,8 +44,8 @@ void rt_memory_report(void)
 	size_t set_bytes = set_mapped_bytes(&rt_set);
 	table_totals tot;
 	table_totals_get(&rt.table, &tot);
-	uint64_t lookups, trims, trim_pages;
-	ehtrim_stats(&lookups, &trims, &trim_pages);
+	uint64_t lookups, trims, trim_kib;
+	ehtrim_stats(&lookups, &trims, &trim_kib);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;
@@ -62,5 +62,5 @@ void rt_memory_report(void)
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
 	       (unsigned long long)st.mincore_calls, (unsigned long long)tot.samples,
 	       rt_underlying_usable_way(), (unsigned long long)lookups, (unsigned long long)trims,
-	       (unsigned long long)(trim_pages * 4));
+	       (unsigned long long)trim_kib);
 }
