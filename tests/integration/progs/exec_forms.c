@@ -110,7 +110,7 @@ static void reexec_on_alarm(int sig)
 	_exit(6);
 }
 
-static void churn_forever(void)
+__attribute__((noreturn)) static void churn_forever(void)
 {
 	void *keep[64] = { 0 };
 	for (unsigned i = 0;; i++) {
