@@ -22,12 +22,12 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "runtime_core.h"
+#include "sampled_set.h"
 
 #define CACHE_MAX 256
 #define PM_PRESENT (UINT64_C(1) << 63)
@@ -328,13 +328,6 @@ long ehtrim_run(void)
 	return r;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A trim is due EHTRIM_GAP_NS after the last: run it now. */
 static void trim_now(uint64_t now)
 {
@@ -348,7 +341,7 @@ void ehtrim_note(unsigned k)
 	atomic_fetch_add_explicit(&n_lookups, k, memory_order_relaxed);
 	if (!trim_on || atomic_fetch_add(&pending, k) + k < EHTRIM_EVERY)
 		return;
-	uint64_t now = mono_ns();
+	uint64_t now = set_now_ns(); /* CLOCK_MONOTONIC, as the dumper's */
 	if (now - atomic_load(&last_ns) >= EHTRIM_GAP_NS)
 		trim_now(now);
 	else if (!atomic_exchange(&deferred, true))
