@@ -24,6 +24,7 @@
 static char warning[320];
 static atomic_bool printed;
 static uint64_t anon_at_start;
+static atomic_bool elsewhere; /* detect_malloc_elsewhere */
 
 /* Anonymous resident memory in bytes (RssAnon in /proc/self/status): what
  * a heap that is used occupies, unlike the address space allocators
@@ -122,6 +123,7 @@ void detect_init(void)
 	const char *where = dladdr(found, &di) && di.dli_fname && di.dli_fname[0]
 				    ? di.dli_fname : "another object";
 	bool shared = strstr(where, ".so") != NULL;
+	atomic_store(&elsewhere, true);
 	snprintf(warning, sizeof warning,
 		 "the program's malloc is %s's, not allocprof's (%s): its "
 		 "allocations are not seen and profiles are empty", where,
@@ -129,6 +131,11 @@ void detect_init(void)
 			: "an allocator linked into the program");
 	if (!atomic_exchange(&printed, true))
 		rt_log("%s", warning);
+}
+
+bool detect_malloc_elsewhere(void)
+{
+	return atomic_load(&elsewhere);
 }
 
 const char *detect_warning(void)

@@ -15,6 +15,7 @@
 #ifndef AP_PRELOAD_DETECT_H
 #define AP_PRELOAD_DETECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Growth of anonymous resident memory, with no sample recorded, that counts as blindness:
@@ -24,6 +25,9 @@
 /* At initialisation (guard set): where malloc resolves; the baseline of
  * anonymous resident memory. */
 void detect_init(void);
+/* Since detect_init: does the program's malloc resolve to another
+ * object's, so that no malloc call reaches the runtime? */
+bool detect_malloc_elsewhere(void);
 /* At initialisation: one line on stderr when the program is written in Go
  * and the exit dump is the only one asked for. Go's runtime ends the
  * process with the exit_group system call, never through libc's exit, so

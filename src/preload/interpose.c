@@ -92,14 +92,14 @@ EXPORT void free(void *p)
 EXPORT void free_sized(void *p, size_t n)
 {
 	(void)n;
-	free(p);
+	rt_entry_free(p);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
 {
 	(void)align;
 	(void)n;
-	free(p);
+	rt_entry_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t m)
@@ -125,7 +125,7 @@ EXPORT void *calloc(size_t n, size_t m)
 EXPORT void *realloc(void *p, size_t n)
 {
 	if (!p)
-		return malloc(n);
+		return rt_entry_malloc(n);
 	if (AP_UNLIKELY(rt_maybe_ours(p))) {
 		enum rt_owner o = rt_classify(p);
 		if (o == RT_OWNER_RANGE)
@@ -152,7 +152,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(p, total);
+	return rt_entry_realloc(p, total);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -205,3 +205,24 @@ EXPORT size_t malloc_usable_size(void *p)
 		return rt_usable_range(p);
 	return rt_real.malloc_usable_size(p);
 }
+
+/* The hidden names of the entry points above (runtime_core.h). glibc's
+ * headers declare malloc and its family leaf, nothrow and malloc-like; the
+ * aliases need not say so (a call through them is only optimised less). */
+#pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+#define ENTRY_ALIAS(name) \
+	extern __typeof__(name) rt_entry_##name __attribute__((alias(#name), visibility("hidden")))
+ENTRY_ALIAS(malloc);
+ENTRY_ALIAS(free);
+ENTRY_ALIAS(free_sized);
+ENTRY_ALIAS(calloc);
+ENTRY_ALIAS(realloc);
+ENTRY_ALIAS(posix_memalign);
+ENTRY_ALIAS(memalign);
+ENTRY_ALIAS(valloc);
+ENTRY_ALIAS(pvalloc);
+ENTRY_ALIAS(malloc_usable_size);
+#pragma GCC diagnostic pop

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "boot.h"
+#include "detect.h"
 #include "interpose_next.h"
 
 /* The families' slots: index = entry. N: new, A: new[]; T: nothrow,
@@ -219,7 +220,11 @@ __attribute__((constructor)) static void cxx_constructor(void)
  * new entry `name` exported as `sym`, slot i of type `type`. Its stub
  * resolves the family on the first call; its slow path serves a sampled
  * request and on failure hands the request to the slot's function (the
- * next definition or the fallback) for C++'s answer.
+ * next definition or the fallback) for C++'s answer. When the program's
+ * malloc is not the runtime's (detect.h), nothing is sampled: the block
+ * comes from the next definition, as without the runtime, where the
+ * program may give it back with its own free(); its profiles are said to
+ * be empty, and stay so.
  */
 #define NEW(name, sym, i, type, params, args, size, align)                   \
 	EXPORT void *name params __asm__(sym);                               \
@@ -233,6 +238,10 @@ __attribute__((constructor)) static void cxx_constructor(void)
 		ap_sample_info info;                                         \
 		if (!rt_sample_begin(size, &info))                           \
 			return ((type)cxx[i])args;                           \
+		if (AP_UNLIKELY(detect_malloc_elsewhere())) {                \
+			rt_sample_end(NULL, &info);                          \
+			return ((type)cxx[i])args;                           \
+		}                                                            \
 		void *p = rt_region_alloc(size, align, false);               \
 		if (!p)                                                      \
 			p = cxx_real_alloc(size, align);                     \
@@ -291,6 +300,31 @@ DEL(ap_dl_lt, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DL_LT, del_lt_fn,
     (void *p, size_t al, NT), (p, al, t))
 DEL(ap_da_lt, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DA_LT, del_lt_fn,
     (void *p, size_t al, NT), (p, al, t))
+
+/* Their hidden names (interpose_next.h). */
+#define CXX_ALIAS(name, sym) \
+	extern __typeof__(ap_##name) rt_entry_##name \
+		__attribute__((alias(sym), visibility("hidden")))
+CXX_ALIAS(nw, "_Znwm");
+CXX_ALIAS(na, "_Znam");
+CXX_ALIAS(nw_t, "_ZnwmRKSt9nothrow_t");
+CXX_ALIAS(na_t, "_ZnamRKSt9nothrow_t");
+CXX_ALIAS(nw_l, "_ZnwmSt11align_val_t");
+CXX_ALIAS(na_l, "_ZnamSt11align_val_t");
+CXX_ALIAS(nw_lt, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+CXX_ALIAS(na_lt, "_ZnamSt11align_val_tRKSt9nothrow_t");
+CXX_ALIAS(dl, "_ZdlPv");
+CXX_ALIAS(da, "_ZdaPv");
+CXX_ALIAS(dl_s, "_ZdlPvm");
+CXX_ALIAS(da_s, "_ZdaPvm");
+CXX_ALIAS(dl_t, "_ZdlPvRKSt9nothrow_t");
+CXX_ALIAS(da_t, "_ZdaPvRKSt9nothrow_t");
+CXX_ALIAS(dl_l, "_ZdlPvSt11align_val_t");
+CXX_ALIAS(da_l, "_ZdaPvSt11align_val_t");
+CXX_ALIAS(dl_sl, "_ZdlPvmSt11align_val_t");
+CXX_ALIAS(da_sl, "_ZdaPvmSt11align_val_t");
+CXX_ALIAS(dl_lt, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
+CXX_ALIAS(da_lt, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
 
 /* Until the family is resolved, every entry point goes to its stub. */
 static rt_fn cxx[CXX_N] = {

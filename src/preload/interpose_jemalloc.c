@@ -154,6 +154,8 @@ EXPORT size_t sallocx(const void *p, int flags);
 EXPORT void dallocx(void *p, int flags);
 EXPORT void sdallocx(void *p, size_t n, int flags);
 EXPORT size_t nallocx(size_t n, int flags);
+/* mallocx by a hidden name, as rt_entry_malloc (runtime_core.h). */
+RT_HIDDEN void *rt_entry_mallocx(size_t n, int flags);
 
 static __attribute__((noinline)) void *mallocx_slow(size_t n, int flags)
 {
@@ -191,13 +193,13 @@ static bool in_range(const void *p)
 static void *rallocx_ours(void *p, size_t n, int flags)
 {
 	if (!flag_align(flags) && !flag_zero(flags))
-		return realloc(p, n); /* the runtime's own realloc knows p */
-	void *q = mallocx(n, flags);
+		return rt_entry_realloc(p, n); /* the runtime's own realloc knows p */
+	void *q = rt_entry_mallocx(n, flags);
 	if (!q)
 		return NULL;
 	size_t old = in_range(p) ? rt_usable_range(p) : rt_real.malloc_usable_size(p);
 	memcpy(q, p, old < n ? old : n);
-	free(p);
+	rt_entry_free(p);
 	return q;
 }
 
@@ -276,3 +278,5 @@ size_t nallocx(size_t n, int flags)
 	je_resolve();
 	return ((nallocx_fn)je[NALLOCX])(n, flags);
 }
+
+extern __typeof__(mallocx) rt_entry_mallocx __attribute__((alias("mallocx"), visibility("hidden")));

@@ -7,6 +7,7 @@
 
 #include "attach.h"
 #include "boot.h"
+#include "detect.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -35,6 +36,12 @@ void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
 	}
 	rt_ensure_init();
 	bool ready = atomic_load(&rt.state) == RT_READY;
+	/* When the program's malloc is not the runtime's (an allocator the
+	 * executable exports), libstdc++'s operators reach that malloc, not
+	 * the runtime's: nothing is counted twice, and passing them on as
+	 * they are keeps each block with the allocator it had without the
+	 * runtime (a block from new released by free, as some code does). */
+	bool as_is = !ready || detect_malloc_elsewhere();
 	const void *home = ready ? object_of((rt_fn)rt_real.malloc) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		void *a = boot_next_sym(syms[i].name);
@@ -42,7 +49,7 @@ void next_resolve(_Atomic int *state, const next_sym *syms, size_t n)
 		memcpy(&f, &a, sizeof f);
 		*syms[i].next = f;
 		/* Runtime off: the next definition as is, when there is one. */
-		bool use_next = f && (ready ? object_of(f) == home : true);
+		bool use_next = f && (as_is || object_of(f) == home);
 		*syms[i].slot = use_next ? f : syms[i].fallback;
 	}
 	atomic_store_explicit(state, 2, memory_order_release);

@@ -19,30 +19,6 @@
 
 #include "interpose_next.h"
 
-void free_sized(void *p, size_t n); /* interpose.c (C23) */
-
-/* The runtime's own C++ operators (interpose_cxx.c), by their symbols. */
-void *cxx_nw(size_t n) __asm__("_Znwm");
-void *cxx_na(size_t n) __asm__("_Znam");
-void *cxx_nw_t(size_t n, const void *t) __asm__("_ZnwmRKSt9nothrow_t");
-void *cxx_na_t(size_t n, const void *t) __asm__("_ZnamRKSt9nothrow_t");
-void *cxx_nw_l(size_t n, size_t al) __asm__("_ZnwmSt11align_val_t");
-void *cxx_na_l(size_t n, size_t al) __asm__("_ZnamSt11align_val_t");
-void *cxx_nw_lt(size_t n, size_t al, const void *t) __asm__("_ZnwmSt11align_val_tRKSt9nothrow_t");
-void *cxx_na_lt(size_t n, size_t al, const void *t) __asm__("_ZnamSt11align_val_tRKSt9nothrow_t");
-void cxx_dl(void *p) __asm__("_ZdlPv");
-void cxx_da(void *p) __asm__("_ZdaPv");
-void cxx_dl_s(void *p, size_t n) __asm__("_ZdlPvm");
-void cxx_da_s(void *p, size_t n) __asm__("_ZdaPvm");
-void cxx_dl_t(void *p, const void *t) __asm__("_ZdlPvRKSt9nothrow_t");
-void cxx_da_t(void *p, const void *t) __asm__("_ZdaPvRKSt9nothrow_t");
-void cxx_dl_l(void *p, size_t al) __asm__("_ZdlPvSt11align_val_t");
-void cxx_da_l(void *p, size_t al) __asm__("_ZdaPvSt11align_val_t");
-void cxx_dl_sl(void *p, size_t n, size_t al) __asm__("_ZdlPvmSt11align_val_t");
-void cxx_da_sl(void *p, size_t n, size_t al) __asm__("_ZdaPvmSt11align_val_t");
-void cxx_dl_lt(void *p, size_t al, const void *t) __asm__("_ZdlPvSt11align_val_tRKSt9nothrow_t");
-void cxx_da_lt(void *p, size_t al, const void *t) __asm__("_ZdaPvSt11align_val_tRKSt9nothrow_t");
-
 /* TC(ret, name, params, call): tc_name, exported, returning `call`;
  * TCV(name, params, call): the same for a function returning nothing. */
 #define TC(ret, name, params, call)                                          \
@@ -58,37 +34,37 @@ void cxx_da_lt(void *p, size_t al, const void *t) __asm__("_ZdaPvSt11align_val_t
 		call;                                                        \
 	}
 
-TC(void *, tc_malloc, (size_t n), malloc(n))
-TC(void *, tc_malloc_skip_new_handler, (size_t n), malloc(n))
-TCV(tc_free, (void *p), free(p))
-TCV(tc_free_sized, (void *p, size_t n), free_sized(p, n))
-TCV(tc_cfree, (void *p), free(p))
-TC(void *, tc_realloc, (void *p, size_t n), realloc(p, n))
-TC(void *, tc_calloc, (size_t n, size_t m), calloc(n, m))
-TC(void *, tc_memalign, (size_t al, size_t n), memalign(al, n))
-TC(int, tc_posix_memalign, (void **out, size_t al, size_t n), posix_memalign(out, al, n))
-TC(void *, tc_valloc, (size_t n), valloc(n))
-TC(void *, tc_pvalloc, (size_t n), pvalloc(n))
-TC(size_t, tc_malloc_size, (void *p), malloc_usable_size(p))
-TC(void *, tc_new, (size_t n), cxx_nw(n))
-TC(void *, tc_newarray, (size_t n), cxx_na(n))
-TC(void *, tc_new_nothrow, (size_t n, const void *t), cxx_nw_t(n, t))
-TC(void *, tc_newarray_nothrow, (size_t n, const void *t), cxx_na_t(n, t))
-TC(void *, tc_new_aligned, (size_t n, size_t al), cxx_nw_l(n, al))
-TC(void *, tc_newarray_aligned, (size_t n, size_t al), cxx_na_l(n, al))
-TC(void *, tc_new_aligned_nothrow, (size_t n, size_t al, const void *t), cxx_nw_lt(n, al, t))
+TC(void *, tc_malloc, (size_t n), rt_entry_malloc(n))
+TC(void *, tc_malloc_skip_new_handler, (size_t n), rt_entry_malloc(n))
+TCV(tc_free, (void *p), rt_entry_free(p))
+TCV(tc_free_sized, (void *p, size_t n), rt_entry_free_sized(p, n))
+TCV(tc_cfree, (void *p), rt_entry_free(p))
+TC(void *, tc_realloc, (void *p, size_t n), rt_entry_realloc(p, n))
+TC(void *, tc_calloc, (size_t n, size_t m), rt_entry_calloc(n, m))
+TC(void *, tc_memalign, (size_t al, size_t n), rt_entry_memalign(al, n))
+TC(int, tc_posix_memalign, (void **out, size_t al, size_t n), rt_entry_posix_memalign(out, al, n))
+TC(void *, tc_valloc, (size_t n), rt_entry_valloc(n))
+TC(void *, tc_pvalloc, (size_t n), rt_entry_pvalloc(n))
+TC(size_t, tc_malloc_size, (void *p), rt_entry_malloc_usable_size(p))
+TC(void *, tc_new, (size_t n), rt_entry_nw(n))
+TC(void *, tc_newarray, (size_t n), rt_entry_na(n))
+TC(void *, tc_new_nothrow, (size_t n, const void *t), rt_entry_nw_t(n, t))
+TC(void *, tc_newarray_nothrow, (size_t n, const void *t), rt_entry_na_t(n, t))
+TC(void *, tc_new_aligned, (size_t n, size_t al), rt_entry_nw_l(n, al))
+TC(void *, tc_newarray_aligned, (size_t n, size_t al), rt_entry_na_l(n, al))
+TC(void *, tc_new_aligned_nothrow, (size_t n, size_t al, const void *t), rt_entry_nw_lt(n, al, t))
 TC(void *, tc_newarray_aligned_nothrow, (size_t n, size_t al, const void *t),
-   cxx_na_lt(n, al, t))
-TCV(tc_delete, (void *p), cxx_dl(p))
-TCV(tc_deletearray, (void *p), cxx_da(p))
-TCV(tc_delete_sized, (void *p, size_t n), cxx_dl_s(p, n))
-TCV(tc_deletearray_sized, (void *p, size_t n), cxx_da_s(p, n))
-TCV(tc_delete_nothrow, (void *p, const void *t), cxx_dl_t(p, t))
-TCV(tc_deletearray_nothrow, (void *p, const void *t), cxx_da_t(p, t))
-TCV(tc_delete_aligned, (void *p, size_t al), cxx_dl_l(p, al))
-TCV(tc_deletearray_aligned, (void *p, size_t al), cxx_da_l(p, al))
-TCV(tc_delete_sized_aligned, (void *p, size_t n, size_t al), cxx_dl_sl(p, n, al))
-TCV(tc_deletearray_sized_aligned, (void *p, size_t n, size_t al), cxx_da_sl(p, n, al))
-TCV(tc_delete_aligned_nothrow, (void *p, size_t al, const void *t), cxx_dl_lt(p, al, t))
+   rt_entry_na_lt(n, al, t))
+TCV(tc_delete, (void *p), rt_entry_dl(p))
+TCV(tc_deletearray, (void *p), rt_entry_da(p))
+TCV(tc_delete_sized, (void *p, size_t n), rt_entry_dl_s(p, n))
+TCV(tc_deletearray_sized, (void *p, size_t n), rt_entry_da_s(p, n))
+TCV(tc_delete_nothrow, (void *p, const void *t), rt_entry_dl_t(p, t))
+TCV(tc_deletearray_nothrow, (void *p, const void *t), rt_entry_da_t(p, t))
+TCV(tc_delete_aligned, (void *p, size_t al), rt_entry_dl_l(p, al))
+TCV(tc_deletearray_aligned, (void *p, size_t al), rt_entry_da_l(p, al))
+TCV(tc_delete_sized_aligned, (void *p, size_t n, size_t al), rt_entry_dl_sl(p, n, al))
+TCV(tc_deletearray_sized_aligned, (void *p, size_t n, size_t al), rt_entry_da_sl(p, n, al))
+TCV(tc_delete_aligned_nothrow, (void *p, size_t al, const void *t), rt_entry_dl_lt(p, al, t))
 TCV(tc_deletearray_aligned_nothrow, (void *p, size_t al, const void *t),
-   cxx_da_lt(p, al, t))
+   rt_entry_da_lt(p, al, t))

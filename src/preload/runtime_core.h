@@ -289,6 +289,26 @@ size_t rt_usable_range(void *p);
 /* realloc of a sampled-set entry (RT_OWNER_SET). */
 void *rt_realloc_sampled(void *p, size_t n);
 
+/*
+ * The runtime's own malloc family (interpose.c) under hidden names. The
+ * runtime calls these, never the exported symbols: a call to `malloc`
+ * from inside the library goes through the dynamic linker to the first
+ * definition in the search order, which is the program's own when its
+ * executable defines malloc (an allocator linked in statically), and a
+ * wrapper such as tc_malloc would then hand the allocator underneath's
+ * request to another allocator.
+ */
+RT_HIDDEN void *rt_entry_malloc(size_t n);
+RT_HIDDEN void rt_entry_free(void *p);
+RT_HIDDEN void rt_entry_free_sized(void *p, size_t n);
+RT_HIDDEN void *rt_entry_calloc(size_t n, size_t m);
+RT_HIDDEN void *rt_entry_realloc(void *p, size_t n);
+RT_HIDDEN int rt_entry_posix_memalign(void **out, size_t align, size_t n);
+RT_HIDDEN void *rt_entry_memalign(size_t align, size_t n);
+RT_HIDDEN void *rt_entry_valloc(size_t n);
+RT_HIDDEN void *rt_entry_pvalloc(size_t n);
+RT_HIDDEN size_t rt_entry_malloc_usable_size(void *p);
+
 
 /* _exit and _Exit (interpose_signal.c), before the process ends: the
  * profile at exit, as the library destructor writes it for exit(). */

@@ -37,6 +37,40 @@ blind linked "$LIB" "no allocation reached allocprof" "$AP_PROGDIR/own_malloc"
 blind private "$LIB" "no allocation reached allocprof" "$AP_PROGDIR/own_malloc" private
 seeing plain "$LIB" "$AP_PROGDIR/proc_events" exit
 
+# The same allocator exported by the executable (as rustc's statically
+# linked jemalloc is): the program's malloc is the executable's by name. An
+# allocator preloaded after the runtime must still work: tcmalloc's start-up
+# calls its own tc_malloc, which the runtime wraps, and the wrapper once
+# passed the request to the executable's malloc by that name, leaving
+# tcmalloc uninitialised for the operator new that followed (a crash).
+if [ -x "$AP_PROGDIR/own_malloc_exported" ]; then
+	blind exported "$LIB" "own_malloc_exported's, not allocprof's (an allocator linked" \
+		"$AP_PROGDIR/own_malloc_exported"
+	for under in libtcmalloc_minimal.so.4 libtcmalloc.so.4 libjemalloc.so.2 libmimalloc.so.2; do
+		lib=$(lib_path "$under")
+		[ -n "$lib" ] || continue
+		blind "exported_${under%%.so*}" "$LIB $lib" "own_malloc_exported's, not allocprof's" \
+			"$AP_PROGDIR/own_malloc_exported"
+		grep -qx ok "$TMP/exported_${under%%.so*}.out" || fail "exported over $under: no 'ok'"
+	done
+fi
+
+# The C++ case: libstdc++'s operator new reaches the executable's malloc,
+# and the program gives its blocks back with free(), which aborts on a
+# block that is not its own. The runtime's operator new must pass every
+# request on as it is (once it took them to the allocator underneath), and
+# sample none (rate=1 samples every block elsewhere).
+for opts in "" "rate=1,"; do
+	name=cxx_${opts%%=*}
+	bounded 60 env LD_PRELOAD="$LIB" ALLOCPROF_OPTIONS="${opts}output=$TMP/$name.pb.gz" \
+		"$AP_PROGDIR/own_malloc_cxx" >"$TMP/$name.out" 2>"$TMP/$name.err" ||
+		fail "own_malloc_cxx ($opts): the program failed: $(cat "$TMP/$name.err")"
+	grep -qx "own malloc served 1000 of 1000" "$TMP/$name.out" ||
+		fail "own_malloc_cxx ($opts): $(head -1 "$TMP/$name.out")"
+	grep -q "own_malloc_cxx's, not allocprof's" "$TMP/$name.err" ||
+		fail "own_malloc_cxx ($opts): no warning: $(cat "$TMP/$name.err")"
+done
+
 jem=$(lib_path libjemalloc.so.2)
 if [ -n "$jem" ]; then
 	blind order "$jem $LIB" "libjemalloc.so.2's, not allocprof's (put allocprof first" \
