@@ -348,6 +348,7 @@ int dumper_dump_marked(const char *path, const char *trigger, bool file)
 	char name[RT_PATH_CAP];
 	if (!procs_check_pid())
 		return AP_EUNSUPPORTED; /* vfork child: the parent's memory */
+	ehtrim_before_dump();
 	ap_memory mem;
 	/* before the lock: it waits on the allocator's */
 	procmem_read(&mem, !atomic_load(&for_signal) && !exit_in_handler);

@@ -348,6 +348,12 @@ void ehtrim_note(unsigned k)
 		dumper_wake(); /* to trim at ehtrim_deadline */
 }
 
+void ehtrim_before_dump(void)
+{
+	if (trim_on && atomic_load(&pending) > 0)
+		trim_now(set_now_ns());
+}
+
 uint64_t ehtrim_deadline(void)
 {
 	return atomic_load(&deferred) ? atomic_load(&last_ns) + EHTRIM_GAP_NS : 0;

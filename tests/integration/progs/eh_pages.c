@@ -6,7 +6,11 @@
  * pages of the program's unwind tables, for
  * tests/integration/preload_ehtrim_test.sh:
  *
- *   eh_pages   -> "eh_pages RESIDENT TOTAL"
+ *   eh_pages        -> "eh_pages RESIDENT TOTAL"
+ *   eh_pages dump   the program's functions only, then at once a profile
+ *                   (ap_runtime_dump, found with dlsym), then the count:
+ *                   a dump is made after the trim it calls for, whenever
+ *                   the last one was
  *
  * TOTAL is the number of pages of the program's unwind tables (find,
  * below), RESIDENT how many of them are mapped in the process (present in
@@ -14,8 +18,10 @@
  * never reads them: it throws no exception.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,21 +80,34 @@ static int find(struct dl_phdr_info *info, size_t size, void *data)
 	return 1; /* the program is the first object */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	bool dump = argc > 1 && strcmp(argv[1], "dump") == 0;
 	/* The span first: find reads the header, and a read of the program's
 	 * own after the lookups would map pages around it again. */
 	span s = { 0, 0 };
 	dl_iterate_phdr(find, &s);
+	int (*dump_now)(const char *) = NULL;
+	void *sym = dlsym(RTLD_DEFAULT, "ap_runtime_dump");
+	memcpy(&dump_now, &sym, sizeof sym);
 	size_t n = sizeof fns / sizeof fns[0];
 	for (size_t i = 0; i < n; i++)
 		fns[i]();
-	/* Then lookups elsewhere only: enough for several trims after the
-	 * last lookup of the program's own tables. */
-	eh_lib_run();
-	/* The runtime trims at most every 50 ms; one it held back is made by
-	 * its dumper thread when that time has passed: wait well past it. */
-	usleep(500000);
+	if (dump) {
+		/* Within 50 ms of the last trim, as a dump at exit may be. */
+		if (!dump_now || dump_now(NULL) != 0) {
+			fprintf(stderr, "eh_pages: no profile written\n");
+			return 1;
+		}
+	} else {
+		/* Then lookups elsewhere only: enough for several trims after
+		 * the last lookup of the program's own tables. */
+		eh_lib_run();
+		/* The runtime trims at most every 50 ms; one it held back is
+		 * made by its dumper thread when that time has passed: wait
+		 * well past it. */
+		usleep(500000);
+	}
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (!s.hi || fd < 0) {
 		fprintf(stderr, "eh_pages: cannot find the unwind tables or read pagemap\n");
