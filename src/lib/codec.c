@@ -8,6 +8,7 @@
  * so a few kilobytes of hostile input cannot demand gigabytes.
  */
 #include "allocprof/codec.h"
+#include "gzstream.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -126,17 +127,53 @@ bool ap_gzip_detect(const void *buf, size_t len)
 	return len >= 2 && b && b[0] == 0x1f && b[1] == 0x8b;
 }
 
-int ap_gzip_compress(const void *in, size_t len, int level,
-		     const ap_allocator *alloc, unsigned char **out,
-		     size_t *out_len)
-{
-	if (!out || !out_len || (!in && len) || level < -1 || level > 9)
-		return AP_EINVAL;
-	*out = NULL;
-	*out_len = 0;
-	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
+/* ---- gzip, fed in pieces (gzstream.h) --------------------------------- */
+
+struct apx_gz {
 	z_stream z;
-	z_setup(&z, a);
+	struct obuf o;
+	int rc; /* the first error; later calls do nothing */
+};
+
+/* Run deflate over what next_in holds (flush: Z_NO_FLUSH or Z_FINISH),
+ * growing the output as it fills. */
+static void gz_run(apx_gz *g, int flush)
+{
+	for (;;) {
+		if (g->o.cap - g->o.len < 64 &&
+		    (g->rc = obuf_grow(&g->o, g->o.cap + 1, SIZE_MAX)))
+			return;
+		size_t room = g->o.cap - g->o.len;
+		g->z.next_out = g->o.data + g->o.len;
+		g->z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+		uInt before_out = g->z.avail_out;
+		int zrc = deflate(&g->z, flush);
+		g->o.len += before_out - g->z.avail_out;
+		if (zrc == Z_STREAM_END)
+			return;
+		if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
+			g->rc = zrc == Z_MEM_ERROR ? AP_ENOMEM : AP_EINVAL;
+			return;
+		}
+		/* Z_NO_FLUSH is done once the input is taken and the output
+		 * had room left; Z_FINISH only at Z_STREAM_END. */
+		if (flush == Z_NO_FLUSH && g->z.avail_in == 0 && g->z.avail_out > 0)
+			return;
+	}
+}
+
+int apx_gz_begin(apx_gz **out, size_t total, int level, const ap_allocator *alloc)
+{
+	*out = NULL;
+	if (level < -1 || level > 9)
+		return AP_EINVAL;
+	const ap_allocator *a = alloc ? alloc : ap_allocator_libc();
+	apx_gz *g = a->alloc(a->ctx, sizeof *g);
+	if (!g)
+		return AP_ENOMEM;
+	memset(g, 0, sizeof *g);
+	z_setup(&g->z, a);
+	g->o.a = a;
 	/* The state is what the runtime's dump adds to a program's peak:
 	 * (4 << wbits) bytes of window and hash chains, plus
 	 * (1 << (mem_level + 8)) each for the hash heads and the pending
@@ -147,48 +184,73 @@ int ap_gzip_compress(const void *in, size_t len, int level,
 	 * 160 KiB instead of 256, a 4 KB one 48 KiB. + 16 selects the gzip
 	 * wrapper. */
 	int wbits = 9;
-	while (wbits < 15 && ((size_t)1 << wbits) < len)
+	while (wbits < 15 && ((size_t)1 << wbits) < total)
 		wbits++;
-	int zrc = deflateInit2(&z, level, Z_DEFLATED, wbits + 16, 6,
+	int zrc = deflateInit2(&g->z, level, Z_DEFLATED, wbits + 16, 6,
 			       Z_DEFAULT_STRATEGY);
-	if (zrc != Z_OK)
+	if (zrc != Z_OK) {
+		a->free(a->ctx, g, sizeof *g);
 		return zrc == Z_MEM_ERROR ? AP_ENOMEM : AP_EINVAL;
+	}
 	/* deflateBound's size exactly, not obuf_grow's next power of two:
-	 * the output never needs more. */
-	size_t want = (size_t)deflateBound(&z, (uLong)len) + 1;
-	struct obuf o = { a, a->alloc(a->ctx, want), 0, want };
-	int rc = 0;
-	if (!o.data) {
-		o.cap = 0;
-		rc = AP_ENOMEM;
-	}
+	 * the output never needs more when the input is `total` bytes. */
+	size_t want = (size_t)deflateBound(&g->z, (uLong)total) + 1;
+	g->o.data = a->alloc(a->ctx, want);
+	if (g->o.data)
+		g->o.cap = want;
+	else
+		g->rc = AP_ENOMEM;
+	*out = g;
+	return 0;
+}
+
+void apx_gz_feed(apx_gz *g, const void *in, size_t len)
+{
 	const unsigned char *src = in;
-	size_t left = len;
-	while (!rc) {
-		uInt chunk = left > UINT_MAX ? UINT_MAX : (uInt)left;
-		z.next_in = (Bytef *)(uintptr_t)src;
-		z.avail_in = chunk;
-		if (o.cap - o.len < 64 && (rc = obuf_grow(&o, o.cap + 1,
-							   SIZE_MAX)))
-			break;
-		size_t room = o.cap - o.len;
-		z.next_out = o.data + o.len;
-		z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
-		uInt before_out = z.avail_out;
-		zrc = deflate(&z, chunk == left ? Z_FINISH : Z_NO_FLUSH);
-		o.len += before_out - z.avail_out;
-		src += chunk - z.avail_in;
-		left -= chunk - z.avail_in;
-		if (zrc == Z_STREAM_END)
-			break;
-		if (zrc != Z_OK && zrc != Z_BUF_ERROR)
-			rc = zrc == Z_MEM_ERROR ? AP_ENOMEM : AP_EINVAL;
+	while (!g->rc && len) {
+		uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
+		g->z.next_in = (Bytef *)(uintptr_t)src;
+		g->z.avail_in = chunk;
+		gz_run(g, Z_NO_FLUSH);
+		size_t taken = chunk - g->z.avail_in;
+		src += taken;
+		len -= taken;
 	}
-	deflateEnd(&z);
+}
+
+int apx_gz_end(apx_gz *g, unsigned char **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	const ap_allocator *a = g->o.a;
+	if (!g->rc) {
+		g->z.next_in = NULL;
+		g->z.avail_in = 0;
+		gz_run(g, Z_FINISH);
+	}
+	deflateEnd(&g->z);
+	int rc = g->rc;
 	if (!rc)
-		rc = obuf_finish(&o, out, out_len);
-	obuf_free(&o);
+		rc = obuf_finish(&g->o, out, out_len);
+	obuf_free(&g->o);
+	a->free(a->ctx, g, sizeof *g);
 	return rc;
+}
+
+int ap_gzip_compress(const void *in, size_t len, int level,
+		     const ap_allocator *alloc, unsigned char **out,
+		     size_t *out_len)
+{
+	if (!out || !out_len || (!in && len) || level < -1 || level > 9)
+		return AP_EINVAL;
+	*out = NULL;
+	*out_len = 0;
+	apx_gz *g;
+	int rc = apx_gz_begin(&g, len, level, alloc);
+	if (rc)
+		return rc;
+	apx_gz_feed(g, in, len);
+	return apx_gz_end(g, out, out_len);
 }
 
 /* Inflate one gzip member starting at *pos; appends to o. */

@@ -56,7 +56,7 @@ static bool reserve(pb_writer *w, size_t extra)
 	return true;
 }
 
-static size_t varint_len(uint64_t v)
+size_t apx_pb_varint_len(uint64_t v)
 {
 	size_t n = 1;
 	while (v >= 0x80) {
@@ -127,7 +127,7 @@ void apx_pb_end_msg(pb_writer *w, size_t mark)
 	if (w->err)
 		return;
 	size_t body = w->len - mark;
-	size_t n = varint_len(body);
+	size_t n = apx_pb_varint_len(body);
 	if (!reserve(w, n))
 		return;
 	memmove(w->data + mark + n, w->data + mark, body);

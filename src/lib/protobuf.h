@@ -41,6 +41,8 @@ void apx_pb_writer_init(pb_writer *w, const ap_allocator *a);
 /* Release the buffer (after an error, or when not handed out). */
 void apx_pb_writer_free(pb_writer *w);
 
+/* Bytes of v as a varint (1..10). */
+size_t apx_pb_varint_len(uint64_t v);
 void apx_pb_put_varint(pb_writer *w, uint64_t v);
 void apx_pb_put_tag(pb_writer *w, uint32_t field, enum pb_wire wt);
 /* A varint field; skipped when v is 0 (proto3 default). */

@@ -839,16 +839,11 @@ static char *read_maps(arena *a)
 int dump_encode_gzip(ap_profile *p, const ap_allocator *al,
 		     unsigned char **out, size_t *len)
 {
-	unsigned char *raw = NULL;
-	size_t raw_len = 0;
-	*out = NULL;
-	*len = 0;
-	int rc = ap_pprof_encode(p, false, al, &raw, &raw_len);
+	/* Field by field into the compressor: the raw encoding is never in
+	 * memory whole (clang's: 614 KB in a writer grown to 1 MiB, beside
+	 * the profile, for a 97 KB file). */
+	int rc = ap_pprof_encode(p, true, al, out, len);
 	ap_profile_destroy(p);
-	if (rc == 0) {
-		rc = ap_gzip_compress(raw, raw_len, 6, al, out, len);
-		al->free(al->ctx, raw, raw_len + 1);
-	}
 	return rc;
 }
 

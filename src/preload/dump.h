@@ -91,8 +91,9 @@ int dump_build_profile(const dump_input *in, ap_profile **out);
 /* Build, encode and write atomically to path. 0, AP_EIO or AP_ENOMEM. */
 int dump_write_file(const dump_input *in, const char *path);
 /* p as gzip'd pprof in *out (*len bytes, from al), destroying p in every
- * case: p is encoded and freed before zlib's state is allocated, so the
- * profile's tables and the compressor are never resident together. */
+ * case. Encoded field by field into the compressor (ap_pprof_encode with
+ * gzip): the profile and zlib's state are resident together, its raw
+ * encoding never is. */
 int dump_encode_gzip(ap_profile *p, const ap_allocator *al,
 		     unsigned char **out, size_t *len);
 
