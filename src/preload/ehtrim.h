@@ -38,8 +38,9 @@
 
 /* And at most one trim per EHTRIM_GAP_NS: a program whose samples keep
  * meeting new code (or whose return addresses outnumber the unwinder's
- * rule cache) would otherwise pay a trim, and the faults that bring the
- * header's search path back, every 32 lookups for good. Measured on clang:
+ * rule cache, which grows to 16384 entries) would otherwise pay a trim,
+ * and the faults that bring the header's search path back, every 32
+ * lookups for good. Measured on clang:
  * the same peak as trimming every 32 lookups, a third of the trims. A trim
  * held back is made by the dumper thread when the gap has passed
  * (ehtrim_deadline, ehtrim_poll), so the last burst of lookups does not

@@ -12,6 +12,7 @@
  * range's warm/cold/fresh count only the blocks it served: range=1).
  */
 #include "memstat.h"
+#include "unwinder.h"
 
 #include <sys/mman.h>
 
@@ -46,6 +47,8 @@ void rt_memory_report(void)
 	table_totals_get(&rt.table, &tot);
 	uint64_t lookups, trims, trim_kib;
 	ehtrim_stats(&lookups, &trims, &trim_kib);
+	unwind_cache_info uc;
+	unwind_cache_stats(&uc);
 	size_t slots_res = st.slots_bytes
 				   ? resident_bytes(rt_region.slots, st.slots_bytes, rt_region.page)
 				   : 0;
@@ -53,6 +56,7 @@ void rt_memory_report(void)
 	       "cache_kib=%zu cache_limit_kib=%zu side_table_kib=%zu side_table_res_kib=%zu "
 	       "arena_kib=%zu arena_used_kib=%zu set_kib=%zu warm=%llu cold=%llu "
 	       "fresh=%llu madvise=%llu mprotect=%llu mincore=%llu samples=%llu usable_by=%s "
+	       "unwind_rules=%zu/%zu unwind_fp_verdicts=%zu/%zu "
 	       "unwind_lookups=%llu unwind_trims=%llu unwind_trim_kib=%llu",
 	       (st.peak_resident << sh) >> 10, (st.committed << sh) >> 10,
 	       (st.peak_cache << sh) >> 10, ((st.cached + st.slack) << sh) >> 10,
@@ -61,6 +65,7 @@ void rt_memory_report(void)
 	       (unsigned long long)st.cold_allocs, (unsigned long long)st.fresh_allocs,
 	       (unsigned long long)st.madvise_calls, (unsigned long long)st.mprotect_calls,
 	       (unsigned long long)st.mincore_calls, (unsigned long long)tot.samples,
-	       rt_underlying_usable_way(), (unsigned long long)lookups, (unsigned long long)trims,
+	       rt_underlying_usable_way(), uc.rules_used, 2 * uc.rules_sets, uc.fp_used,
+	       2 * uc.fp_sets, (unsigned long long)lookups, (unsigned long long)trims,
 	       (unsigned long long)trim_kib);
 }

@@ -268,7 +268,8 @@ void unwind_atfork_child(void)
 	main_hi = stack_hi;
 }
 
-static inline bool fn_keeps_fp(uintptr_t ret);
+typedef struct cache_tab cache_tab;
+static inline bool fn_keeps_fp(cache_tab *t, uintptr_t ret);
 
 /*
  * The frame-pointer walk from frame record fp on the stack [lo, hi). With
@@ -278,7 +279,7 @@ static inline bool fn_keeps_fp(uintptr_t ret);
  * from, else NULL.
  */
 static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_t lo,
-			  uintptr_t hi, bool mixed, const uintptr_t **stop)
+			  uintptr_t hi, cache_tab *mixed, const uintptr_t **stop)
 {
 	int n = 0;
 	*stop = NULL;
@@ -294,7 +295,7 @@ static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_
 			break;
 		pcs[n++] = ret;
 		/* The runtime's own functions are built with frame pointers. */
-		if (mixed && (ret < self_lo || ret >= self_hi) && !fn_keeps_fp(ret)) {
+		if (mixed && (ret < self_lo || ret >= self_hi) && !fn_keeps_fp(mixed, ret)) {
 			*stop = fp;
 			break;
 		}
@@ -311,7 +312,7 @@ __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 	if (stack_hi == 0)
 		stack_bounds();
 	const uintptr_t *stop;
-	return fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, false, &stop);
+	return fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, NULL, &stop);
 }
 
 /*
@@ -347,6 +348,144 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
 
 #if defined(__x86_64__)
 /*
+ * The two caches below (fn_keeps_fp's verdicts, the frame rules) are
+ * set-associative tables shared by all threads and read without locks. A
+ * miss costs a libunwind search of the unwind tables (with every signal
+ * blocked around it, and the pages it reads resident until the next trim,
+ * ehtrim.h). A table starts with CACHE_MIN_SETS sets (static: in .bss,
+ * resident as touched) and doubles each time evictions of other valid
+ * entries reach its number of sets, up to CACHE_MAX_SETS: clang has about
+ * 3400 return addresses that need rules, and with 2048 entries a second
+ * look-up of 40% of them every time they came back (5500 to 7100 lookups
+ * for 2650 samples, against about 3400 with room for all). Two ways per
+ * set keep a few colliding addresses of a small program from evicting
+ * each other for good, which would only grow its table.
+ *
+ * A reader loads the table once per use and may go on with one that was
+ * replaced meanwhile: the old sets are given back with MADV_DONTNEED,
+ * never unmapped, so a late reader reads zeros (a miss) and a late writer
+ * only brings a page back. The descriptors are static, one per size.
+ */
+#define CACHE_MIN_LOG2 10 /* sets at first */
+#define CACHE_MAX_LOG2 15 /* the most any cache may have (cache.max_log2) */
+#define CACHE_SIZES (CACHE_MAX_LOG2 - CACHE_MIN_LOG2 + 1)
+
+struct cache_tab {
+	unsigned char *sets;
+	unsigned log2n; /* 1 << log2n sets */
+	unsigned shift; /* 64 - log2n */
+	_Atomic uint64_t evictions, filled;
+};
+
+typedef struct cache {
+	_Atomic(cache_tab *) cur;
+	cache_tab tabs[CACHE_SIZES];
+	size_t set_bytes;
+	unsigned max_log2; /* at most 512 KiB of sets */
+	atomic_flag growing;
+	/* Copy the valid entries of one table into a new, empty one;
+	 * returns the entries filled. */
+	uint64_t (*rehash)(const cache_tab *from, const cache_tab *to);
+} cache;
+
+static inline cache_tab *cache_now(cache *c)
+{
+	return atomic_load_explicit(&c->cur, memory_order_acquire);
+}
+
+/* The set of key. Not the top bits of key times the golden ratio alone:
+ * return addresses in functions of one size are evenly spaced, and for a
+ * spacing of 48 bytes (or 32, 64, 96, 112, 144, 336) those bits took a
+ * third of the sets or less (8449 such addresses met 1263 of 4096 sets;
+ * 3576 is what random keys meet). Folding key's higher bits in first
+ * spreads every spacing tried, and calls a few bytes apart, as random
+ * keys (3593 to 3933). */
+static inline unsigned char *cache_set(const cache_tab *t, size_t set_bytes, uintptr_t key)
+{
+	uint64_t x = ((uint64_t)key ^ (uint64_t)key >> 11) * 0x9e3779b97f4a7c15ULL;
+	return t->sets + (x >> t->shift) * set_bytes;
+}
+
+/* A new table twice t's size, unless t was replaced already, is the
+ * largest, or another thread is growing. */
+static void cache_grow(cache *c, cache_tab *t)
+{
+	if (t->log2n >= c->max_log2 || t != cache_now(c) ||
+	    atomic_flag_test_and_set(&c->growing))
+		return;
+	if (t == cache_now(c)) {
+		cache_tab *n = &c->tabs[t->log2n + 1 - CACHE_MIN_LOG2];
+		size_t bytes = c->set_bytes << (t->log2n + 1);
+		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			n->sets = m;
+			n->log2n = t->log2n + 1;
+			n->shift = 64 - n->log2n;
+			atomic_store_explicit(&n->evictions, 0, memory_order_relaxed);
+			atomic_store_explicit(&n->filled, c->rehash(t, n), memory_order_relaxed);
+			atomic_store_explicit(&c->cur, n, memory_order_release);
+			(void)madvise(t->sets, c->set_bytes << t->log2n, MADV_DONTNEED);
+		} else {
+			/* Try again after as many fills or evictions. */
+			atomic_store_explicit(&t->evictions, 0, memory_order_relaxed);
+			atomic_store_explicit(&t->filled, 0, memory_order_relaxed);
+		}
+	}
+	atomic_flag_clear(&c->growing);
+}
+
+/* What a store into a set did (fpfn_store, rule_store). */
+enum { CACHE_UPDATED, CACHE_FILLED, CACHE_EVICTED };
+
+/*
+ * After a store into t: grow when half its entries (two a set) have been
+ * filled, as a hash table grows, so that a program with more return
+ * addresses than entries does not lose most of them to evictions first
+ * (at two thirds full, a third of a 2-way table's sets are full, and a
+ * new address evicts an old one that often); or when evictions (of valid
+ * entries of other keys) reach an eighth of its sets: addresses that
+ * collide in a table not yet that full. Three addresses met in turn in
+ * one set of two miss every time, so a set that holds three costs three
+ * lookups a round; doubling the table quarters such sets.
+ */
+static void cache_stored(cache *c, cache_tab *t, int what)
+{
+	uint64_t sets = (uint64_t)1 << t->log2n;
+	if (what == CACHE_FILLED &&
+	    atomic_fetch_add_explicit(&t->filled, 1, memory_order_relaxed) + 1 >= sets)
+		cache_grow(c, t);
+	else if (what == CACHE_EVICTED &&
+		 atomic_fetch_add_explicit(&t->evictions, 1, memory_order_relaxed) + 1 >= sets / 8)
+		cache_grow(c, t);
+}
+
+/* Every entry forgotten (code was unmapped): zeros, the same size. */
+static void cache_clear(cache *c)
+{
+	cache_tab *t = cache_now(c);
+	_Atomic uint64_t *w = (_Atomic uint64_t *)(void *)t->sets;
+	size_t n = (c->set_bytes << t->log2n) / sizeof *w;
+	for (size_t i = 0; i < n; i++)
+		atomic_store_explicit(&w[i], 0, memory_order_relaxed);
+}
+
+/* Entries in use (two ways a set, `stride` words apart) and the table's
+ * sets (unwind_cache_stats). */
+static size_t cache_fill(cache *c, size_t stride, size_t *sets)
+{
+	cache_tab *t = cache_now(c);
+	size_t used = 0, words = c->set_bytes / sizeof(uint64_t);
+	*sets = (size_t)1 << t->log2n;
+	for (size_t s = 0; s < *sets; s++) {
+		_Atomic uint64_t *w = (_Atomic uint64_t *)(void *)t->sets + s * words;
+		used += (atomic_load_explicit(&w[0], memory_order_relaxed) != 0) +
+			(atomic_load_explicit(&w[stride], memory_order_relaxed) != 0);
+	}
+	return used;
+}
+
+/*
  * Does the function containing return address ret keep a frame pointer?
  * It does when its first bytes hold push %rbp; mov %rsp,%rbp: at its start
  * (after an optional endbr64), or a little further when the compiler
@@ -354,14 +493,21 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
  * runtime's own malloc does). Either way %rbp is its frame pointer at every
  * call it makes, so the frame record its callee saved is its own. The
  * start comes from the unwind tables (unw_get_proc_info_by_ip), once per
- * return address: the answers sit in a direct-mapped cache of
- * (ret << 1 | verdict) words, shared by all threads (one word per entry:
- * no torn reads; a collision only costs a lookup again). A function judged
- * without one goes to libunwind: correct, only slower.
+ * return address: the answers sit in a cache of (ret << 1 | verdict)
+ * words (one word per entry: no torn reads), two to a 16-byte set. A
+ * function judged without one goes to libunwind: correct, only slower.
  */
-#define FPFN_BITS 12
-#define FPFN_CACHE (1u << FPFN_BITS)
-static _Atomic uintptr_t fpfn_cache[FPFN_CACHE];
+#define FPFN_SET 16
+static uint64_t fpfn_rehash(const cache_tab *from, const cache_tab *to);
+static unsigned char fpfn0[FPFN_SET << CACHE_MIN_LOG2] __attribute__((aligned(4096)));
+static cache fpfn_cache = {
+	.cur = &fpfn_cache.tabs[0],
+	.tabs = { { fpfn0, CACHE_MIN_LOG2, 64 - CACHE_MIN_LOG2, 0, 0 } },
+	.set_bytes = FPFN_SET,
+	.max_log2 = 15,
+	.growing = ATOMIC_FLAG_INIT,
+	.rehash = fpfn_rehash,
+};
 
 /* Bytes of a function searched for its frame-pointer set-up. */
 #define FP_SETUP_WINDOW 64
@@ -383,13 +529,49 @@ static void rules_forget(void);
 void unwind_forget_code(void)
 {
 	readable_forget();
-	for (size_t i = 0; i < FPFN_CACHE; i++)
-		atomic_store_explicit(&fpfn_cache[i], 0, memory_order_relaxed);
+	cache_clear(&fpfn_cache);
 	rules_forget();
 }
 
+/* Enter ret's verdict in its set: its own or an empty way, else way 0
+ * moves to way 1 (evicting that) and takes it. */
+static int fpfn_store(_Atomic uintptr_t *w, uintptr_t e)
+{
+	uintptr_t ret = e >> 1, k0 = atomic_load_explicit(&w[0], memory_order_relaxed);
+	int i = 0, what = k0 ? CACHE_UPDATED : CACHE_FILLED;
+	if (k0 && k0 >> 1 != ret) {
+		uintptr_t k1 = atomic_load_explicit(&w[1], memory_order_relaxed);
+		if (!k1 || k1 >> 1 == ret) {
+			i = 1;
+			what = k1 ? CACHE_UPDATED : CACHE_FILLED;
+		} else {
+			atomic_store_explicit(&w[1], k0, memory_order_relaxed);
+			what = CACHE_EVICTED;
+		}
+	}
+	atomic_store_explicit(&w[i], e, memory_order_relaxed);
+	return what;
+}
+
+static uint64_t fpfn_rehash(const cache_tab *from, const cache_tab *to)
+{
+	uint64_t filled = 0;
+	for (size_t s = 0; s < (size_t)1 << from->log2n; s++) {
+		_Atomic uintptr_t *w = (_Atomic uintptr_t *)(void *)(from->sets + s * FPFN_SET);
+		for (int i = 1; i >= 0; i--) { /* the older first: way 0 stays way 0 */
+			uintptr_t e = atomic_load_explicit(&w[i], memory_order_relaxed);
+			if (e)
+				filled += fpfn_store((_Atomic uintptr_t *)(void *)cache_set(
+							     to, FPFN_SET, e >> 1),
+						     e) == CACHE_FILLED;
+		}
+	}
+	return filled;
+}
+
 /* fn_keeps_fp's cache miss: look the function up and judge it. */
-__attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i)
+__attribute__((noinline)) static bool fn_keeps_fp_lookup(cache_tab *t, uintptr_t ret,
+							 _Atomic uintptr_t *w)
 {
 	unw_proc_info_t pi;
 	/* ret - 1: a call to a noreturn function may end its caller. The
@@ -398,17 +580,21 @@ __attribute__((noinline)) static bool fn_keeps_fp_lookup(uintptr_t ret, size_t i
 	bool ok = unw_get_proc_info_by_ip(unw_local_addr_space, ret - 1, &pi, NULL) == 0 &&
 		  pi.start_ip && pi.start_ip < ret &&
 		  prologue_keeps_fp((const unsigned char *)pi.start_ip, ret - pi.start_ip);
-	atomic_store_explicit(&fpfn_cache[i], ret << 1 | ok, memory_order_relaxed);
+	cache_stored(&fpfn_cache, t, fpfn_store(w, ret << 1 | ok));
 	return ok;
 }
 
-static inline bool fn_keeps_fp(uintptr_t ret)
+/* t: the table, loaded once per capture (cache_now). */
+static inline bool fn_keeps_fp(cache_tab *t, uintptr_t ret)
 {
-	size_t i = (size_t)(((uint64_t)ret * 0x9e3779b97f4a7c15ULL) >> (64 - FPFN_BITS));
-	uintptr_t e = atomic_load_explicit(&fpfn_cache[i], memory_order_relaxed);
+	_Atomic uintptr_t *w = (_Atomic uintptr_t *)(void *)cache_set(t, FPFN_SET, ret);
+	uintptr_t e = atomic_load_explicit(&w[0], memory_order_relaxed);
 	if (AP_LIKELY(e >> 1 == ret))
 		return e & 1;
-	return fn_keeps_fp_lookup(ret, i);
+	e = atomic_load_explicit(&w[1], memory_order_relaxed);
+	if (e >> 1 == ret)
+		return e & 1;
+	return fn_keeps_fp_lookup(t, ret, w);
 }
 
 /*
@@ -471,13 +657,12 @@ static int tail_lookup(uintptr_t *out, int room, uintptr_t ip, uintptr_t sp)
  * when it reproduces libunwind's own step exactly, and never for a signal
  * frame or the frame after one (whose address is not a return address).
  *
- * The table is shared by all threads, direct-mapped: three words an entry
- * (address, rule, check = address ^ rule ^ RULE_MAGIC), each read and
- * written atomically; a reader that sees words of two different writes
- * fails the check unless they agree, and a failed check is a miss.
+ * The cache (see fpfn_cache's) has three words an entry (address, rule,
+ * check = address ^ rule ^ RULE_MAGIC), each read and written
+ * atomically, two entries to a 64-byte set: a reader that sees words of
+ * two different writes fails the check unless they agree, and a failed
+ * check is a miss.
  */
-#define RULES_BITS 11
-#define RULES (1u << RULES_BITS)
 #define RULE_MAGIC 0x9d6c2f1b58e3a7c5ULL
 enum { RULE_SP = 1, RULE_FP = 2, RULE_LAST = 3 };
 #define RULE_RBP_SAVED 4u
@@ -486,36 +671,94 @@ enum { RULE_SP = 1, RULE_FP = 2, RULE_LAST = 3 };
 typedef struct rule_entry {
 	_Atomic uint64_t key, rule, check;
 } rule_entry;
-static rule_entry rules[RULES];
+#define RULES_SET 64
+static uint64_t rules_rehash(const cache_tab *from, const cache_tab *to);
+static unsigned char rules0[RULES_SET << CACHE_MIN_LOG2] __attribute__((aligned(4096)));
+static cache rule_cache = {
+	.cur = &rule_cache.tabs[0],
+	.tabs = { { rules0, CACHE_MIN_LOG2, 64 - CACHE_MIN_LOG2, 0, 0 } },
+	.set_bytes = RULES_SET,
+	.max_log2 = 13,
+	.growing = ATOMIC_FLAG_INIT,
+	.rehash = rules_rehash,
+};
 
-static inline rule_entry *rule_at(uintptr_t ip)
+static inline rule_entry *rule_set(const cache_tab *t, uintptr_t ip)
 {
-	return &rules[((uint64_t)ip * 0x9e3779b97f4a7c15ULL) >> (64 - RULES_BITS)];
+	return (rule_entry *)(void *)cache_set(t, RULES_SET, ip);
 }
 
-static inline uint64_t rule_get(uintptr_t ip)
+static inline uint64_t rule_get(const cache_tab *t, uintptr_t ip)
 {
-	rule_entry *e = rule_at(ip);
-	uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
-	if (k != ip)
-		return 0;
-	uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
-	uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-	return (k ^ r ^ RULE_MAGIC) == c ? r : 0;
+	rule_entry *e = rule_set(t, ip);
+	for (int i = 0; i < 2; i++, e++) {
+		uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+		if (k != ip)
+			continue;
+		uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
+		uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
+		return (k ^ r ^ RULE_MAGIC) == c ? r : 0;
+	}
+	return 0;
 }
 
-static void rule_put(uintptr_t ip, uint64_t r)
+static void rule_write(rule_entry *e, uint64_t k, uint64_t r)
 {
-	rule_entry *e = rule_at(ip);
-	atomic_store_explicit(&e->key, ip, memory_order_relaxed);
+	atomic_store_explicit(&e->key, k, memory_order_relaxed);
 	atomic_store_explicit(&e->rule, r, memory_order_relaxed);
-	atomic_store_explicit(&e->check, ip ^ r ^ RULE_MAGIC, memory_order_relaxed);
+	atomic_store_explicit(&e->check, k ^ r ^ RULE_MAGIC, memory_order_relaxed);
+}
+
+/* As fpfn_store. */
+static int rule_store(rule_entry *w, uintptr_t ip, uint64_t r)
+{
+	uint64_t k0 = atomic_load_explicit(&w[0].key, memory_order_relaxed);
+	int i = 0, what = k0 ? CACHE_UPDATED : CACHE_FILLED;
+	if (k0 && k0 != ip) {
+		uint64_t k1 = atomic_load_explicit(&w[1].key, memory_order_relaxed);
+		if (!k1 || k1 == ip) {
+			i = 1;
+			what = k1 ? CACHE_UPDATED : CACHE_FILLED;
+		} else {
+			uint64_t r0 = atomic_load_explicit(&w[0].rule, memory_order_relaxed);
+			rule_write(&w[1], k0, r0);
+			what = CACHE_EVICTED;
+		}
+	}
+	rule_write(&w[i], ip, r);
+	return what;
+}
+
+static void rule_put(cache_tab *t, uintptr_t ip, uint64_t r)
+{
+	cache_stored(&rule_cache, t, rule_store(rule_set(t, ip), ip, r));
+}
+
+static uint64_t rules_rehash(const cache_tab *from, const cache_tab *to)
+{
+	uint64_t filled = 0;
+	for (size_t s = 0; s < (size_t)1 << from->log2n; s++) {
+		rule_entry *w = (rule_entry *)(void *)(from->sets + s * RULES_SET);
+		for (int i = 1; i >= 0; i--) { /* the older first */
+			uint64_t k = atomic_load_explicit(&w[i].key, memory_order_relaxed);
+			uint64_t r = atomic_load_explicit(&w[i].rule, memory_order_relaxed);
+			uint64_t c = atomic_load_explicit(&w[i].check, memory_order_relaxed);
+			if (k && (k ^ r ^ RULE_MAGIC) == c)
+				filled += rule_store(rule_set(to, k), k, r) == CACHE_FILLED;
+		}
+	}
+	return filled;
 }
 
 static void rules_forget(void)
 {
-	for (size_t i = 0; i < RULES; i++)
-		atomic_store_explicit(&rules[i].key, 0, memory_order_relaxed);
+	cache_clear(&rule_cache);
+}
+
+void unwind_cache_stats(unwind_cache_info *out)
+{
+	out->fp_used = cache_fill(&fpfn_cache, 1, &out->fp_sets);
+	out->rules_used = cache_fill(&rule_cache, 3, &out->rules_sets);
 }
 
 static inline bool on_stack(uintptr_t a)
@@ -613,10 +856,11 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 	t->ip = 0; /* filled below; empty if it does not qualify */
 	bool keep = true;
 	const uintptr_t entry_ip = ip, entry_sp = sp;
+	cache_tab *rt = cache_now(&rule_cache);
 	n = 0;
 	while (n < room) {
 		uintptr_t ra, cfa, nbp;
-		uint64_t r = after_signal ? 0 : rule_get(ip);
+		uint64_t r = after_signal ? 0 : rule_get(rt, ip);
 		if (r) {
 			if ((r & 3) == RULE_LAST)
 				break;
@@ -646,7 +890,7 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 			int st = unw_step(&cur);
 			unw_word_t x, csp, cbp;
 			if (st == 0 && !sig && !after_signal)
-				rule_put(ip, RULE_LAST);
+				rule_put(rt, ip, RULE_LAST);
 			if (st <= 0 || unw_get_reg(&cur, UNW_REG_IP, &x) != 0 ||
 			    unw_get_reg(&cur, UNW_REG_SP, &csp) != 0 ||
 			    unw_get_reg(&cur, UNW_X86_64_RBP, &cbp) != 0)
@@ -658,7 +902,7 @@ __attribute__((noinline)) static int dwarf_from(uintptr_t *out, int room, uintpt
 				uint64_t lr = rule_learn(&cur, (uintptr_t)pi.start_ip, ip, sp,
 							 bp, ra, cfa, nbp);
 				if (lr)
-					rule_put(ip, lr);
+					rule_put(rt, ip, lr);
 			}
 			keep = keep && !sig;
 			after_signal = sig;
@@ -802,7 +1046,8 @@ __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 	if (stack_hi <= 1)
 		return step_here(pcs, max);
 	const uintptr_t *stop;
-	int n = fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, true, &stop);
+	int n = fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi,
+			cache_now(&fpfn_cache), &stop);
 	if (!stop)
 		return n;
 	return n + dwarf_from(pcs + n, max - n, pcs[n - 1],
@@ -825,8 +1070,9 @@ static void alt_thread_exit(void)
 {
 }
 
-static inline bool fn_keeps_fp(uintptr_t ret)
+static inline bool fn_keeps_fp(cache_tab *t, uintptr_t ret)
 {
+	(void)t;
 	(void)ret;
 	return false;
 }
@@ -834,6 +1080,11 @@ static inline bool fn_keeps_fp(uintptr_t ret)
 static int capture_mixed(uintptr_t *pcs, int max)
 {
 	return unw_backtrace((void **)pcs, max);
+}
+
+void unwind_cache_stats(unwind_cache_info *out)
+{
+	memset(out, 0, sizeof *out);
 }
 #endif
 

@@ -85,6 +85,15 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth);
 /* Lookups of unwind tables (libunwind's, by the libunwind unwinder) this
  * thread made since the runtime last took the count (ehtrim.h). */
 extern __thread unsigned unwind_lookups;
+/* The libunwind unwinder's caches (x86-64; zeros elsewhere): entries in
+ * use and sets (two entries each) of its frame rules and of its
+ * frame-pointer verdicts. Each table starts at 1024 sets and doubles, up
+ * to 8192 sets of rules and 32768 of verdicts, as fills and evictions
+ * show it too small (unwinder.c). */
+typedef struct unwind_cache_info {
+	size_t rules_used, rules_sets, fp_used, fp_sets;
+} unwind_cache_info;
+void unwind_cache_stats(unwind_cache_info *out);
 /* The calling thread is exiting: give its capture buffer back. */
 void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */

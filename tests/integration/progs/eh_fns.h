@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-static void *volatile eh_sink;
+static void *volatile eh_sink __attribute__((unused));
 
 #define EH_FN(name)                                         \
 	__attribute__((noinline)) static void name(void)      \
