@@ -256,8 +256,13 @@ void unwind_atfork_prepare(void)
 		stack_bounds();
 }
 
+static void caches_atfork_child(void);
+
 void unwind_atfork_child(void)
 {
+	/* A table another thread was growing at the fork: this child's
+	 * copy of that flag would stay set. */
+	caches_atfork_child();
 	/* Unknown only in a raw clone's child (no prepare). Made by the
 	 * parent's main thread, it keeps that thread's bounds; by another,
 	 * 0 has the first sample look them up from that thread's own stack
@@ -352,14 +357,14 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
  * set-associative tables shared by all threads and read without locks. A
  * miss costs a libunwind search of the unwind tables (with every signal
  * blocked around it, and the pages it reads resident until the next trim,
- * ehtrim.h). A table starts with CACHE_MIN_SETS sets (static: in .bss,
- * resident as touched) and doubles each time evictions of other valid
- * entries reach its number of sets, up to CACHE_MAX_SETS: clang has about
- * 3400 return addresses that need rules, and with 2048 entries a second
- * look-up of 40% of them every time they came back (5500 to 7100 lookups
- * for 2650 samples, against about 3400 with room for all). Two ways per
- * set keep a few colliding addresses of a small program from evicting
- * each other for good, which would only grow its table.
+ * ehtrim.h). A table starts with 1 << CACHE_MIN_LOG2 sets of two entries
+ * (static: in .bss, resident as touched) and doubles as it fills or its
+ * entries evict each other (cache_stored), up to 512 KiB: clang has about
+ * 3400 return addresses that need rules, and with 2048 fixed entries it
+ * looked 40% of them up again every time they came back (5500 to 7100
+ * lookups for 2650 samples, about 3490 now). Two ways per set keep a few
+ * colliding addresses of a small program from evicting each other for
+ * good, which would only grow its table.
  *
  * A reader loads the table once per use and may go on with one that was
  * replaced meanwhile: the old sets are given back with MADV_DONTNEED,
@@ -761,6 +766,12 @@ void unwind_cache_stats(unwind_cache_info *out)
 	out->rules_used = cache_fill(&rule_cache, 3, &out->rules_sets);
 }
 
+static void caches_atfork_child(void)
+{
+	atomic_flag_clear(&fpfn_cache.growing);
+	atomic_flag_clear(&rule_cache.growing);
+}
+
 static inline bool on_stack(uintptr_t a)
 {
 	return a >= stack_lo && a <= stack_hi - sizeof(uintptr_t);
@@ -1085,6 +1096,10 @@ static int capture_mixed(uintptr_t *pcs, int max)
 void unwind_cache_stats(unwind_cache_info *out)
 {
 	memset(out, 0, sizeof *out);
+}
+
+static void caches_atfork_child(void)
+{
 }
 #endif
 
