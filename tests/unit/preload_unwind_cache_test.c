@@ -12,11 +12,12 @@
  * each time, in two rounds that start together: the tables grow while
  * they are read and written. The first round looks each address up at
  * least once (the test's premise: 4096 lookups or more in all); every
- * capture's first two frames (the return address in function k, then in
- * its caller) must be the same in both rounds and all threads (a rule
- * copied wrong when a table grows would change them).
+ * capture, from the return address in function k to the thread's start,
+ * must be the same in both rounds and all threads (a rule copied wrong
+ * when a table grows would change it).
  * Then six more rounds in one thread, the last of which may look up again
- * for at most 10% of its 4096 captures (409). The tables start at 2048 entries
+ * for at most 10% of its 4096 captures (409), and must give the frames
+ * libgcc's unwinder gives (it reads each frame's unwind rules anew). The tables start at 2048 entries
  * and grow, the verdicts' to 65536 at most, the rules' to 16384. Three
  * addresses met in turn in one set of two miss every time; at the
  * largest sizes about 4100 verdicts in 32768 sets and 2050 rules in 8192
@@ -40,43 +41,70 @@
 
 #define THREADS 4
 
+/* Frames kept of a capture, from the return address in function k on. */
+#define FRAMES 16
+
 typedef struct worker {
 	int id;
-	uintptr_t first[2 * UNWIND_FNS][2]; /* per function: its two frames */
+	uintptr_t frames[2 * UNWIND_FNS][FRAMES]; /* per function k */
+	int nframes[2 * UNWIND_FNS];
 	int depth_bad;
 	unsigned lookups;
 } worker;
 
-static worker workers[THREADS];
+static worker workers[THREADS], solo;
 static pthread_barrier_t barrier;
 
 typedef struct job {
 	worker *w;
 	int k;
-	bool check; /* second round: compare with the first */
-	int mismatches;
+	bool check;     /* compare with the frames kept */
+	bool reference; /* compare with libgcc's unwind too */
+	int mismatches, reference_mismatches;
 } job;
+
+/* The capture from ret (the return address in the function that called
+ * capture_cb) on: its index in pcs, or -1. */
+static int index_of(const uintptr_t *pcs, int n, uintptr_t ret)
+{
+	for (int i = 0; i < n; i++)
+		if (pcs[i] == ret)
+			return i;
+	return -1;
+}
 
 static void capture_cb(void *arg)
 {
 	job *j = arg;
-	uintptr_t pcs[8];
-	int n = unwind_capture(UNWINDER_LIBUNWIND, pcs, 8);
-	if (n < 2) {
+	uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+	uintptr_t pcs[FRAMES + 8];
+	int n = unwind_capture(UNWINDER_LIBUNWIND, pcs, FRAMES + 8);
+	int at = index_of(pcs, n, ret);
+	if (at < 0 || n - at < 3) { /* function k, its caller, the round */
 		j->w->depth_bad++;
 		return;
 	}
+	int m = n - at < FRAMES ? n - at : FRAMES;
 	if (!j->check) {
-		j->w->first[j->k][0] = pcs[0];
-		j->w->first[j->k][1] = pcs[1];
-	} else if (j->w->first[j->k][0] != pcs[0] || j->w->first[j->k][1] != pcs[1]) {
+		memcpy(j->w->frames[j->k], pcs + at, (size_t)m * sizeof *pcs);
+		j->w->nframes[j->k] = m;
+	} else if (j->w->nframes[j->k] != m ||
+		   memcmp(j->w->frames[j->k], pcs + at, (size_t)m * sizeof *pcs) != 0) {
 		j->mismatches++;
+	}
+	if (j->reference) {
+		uintptr_t ref[FRAMES + 8];
+		int rn = unwind_capture(UNWINDER_LIBGCC, ref, FRAMES + 8);
+		int rat = index_of(ref, rn, ret);
+		int rm = rat < 0 ? 0 : rn - rat < FRAMES ? rn - rat : FRAMES;
+		if (rm != m || memcmp(ref + rat, pcs + at, (size_t)m * sizeof *pcs) != 0)
+			j->reference_mismatches++;
 	}
 }
 
-static int round_of(worker *w, bool check)
+static job round_of(worker *w, bool check, bool reference)
 {
-	job j = { w, 0, check, 0 };
+	job j = { w, 0, check, reference, 0, 0 };
 	unwind_lookups = 0;
 	for (int i = 0; i < UNWIND_FNS; i++) {
 		int k = (i + w->id * (UNWIND_FNS / THREADS)) % UNWIND_FNS;
@@ -86,7 +114,7 @@ static int round_of(worker *w, bool check)
 		unwind_fns_call_fp(k, capture_cb, &j);
 	}
 	w->lookups = unwind_lookups;
-	return j.mismatches;
+	return j;
 }
 
 #define ROUNDS 2
@@ -100,7 +128,7 @@ static void *run(void *arg)
 	worker *w = arg;
 	for (int r = 0; r < ROUNDS; r++) {
 		pthread_barrier_wait(&barrier); /* every round starts together */
-		mismatches[w->id][r] = round_of(w, r > 0);
+		mismatches[w->id][r] = round_of(w, r > 0, false).mismatches;
 		lookups[w->id][r] = w->lookups;
 	}
 	return NULL;
@@ -109,6 +137,7 @@ static void *run(void *arg)
 AP_TEST(caches_grow_to_hold_every_return_address_from_several_threads)
 {
 	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_LIBUNWIND), 0);
+	AP_CHECK_EQ_INT(unwind_prepare(UNWINDER_LIBGCC), 0);
 	unwind_cache_info before;
 	unwind_cache_stats(&before);
 	AP_CHECK_EQ_U64(before.rules_sets, 1024);
@@ -131,20 +160,27 @@ AP_TEST(caches_grow_to_hold_every_return_address_from_several_threads)
 		first += lookups[i][0];
 		/* Every thread saw the same frames for function k. */
 		for (int k = 0; k < 2 * UNWIND_FNS; k++)
-			if (memcmp(workers[i].first[k], workers[0].first[k],
-				   sizeof workers[0].first[k]) != 0) {
+			if (workers[i].nframes[k] != workers[0].nframes[k] ||
+			    memcmp(workers[i].frames[k], workers[0].frames[k],
+				   sizeof workers[0].frames[k]) != 0) {
 				AP_CHECK_MSG(false, "function %d: thread %d's frames differ", k, i);
 				break;
 			}
 	}
 	AP_CHECK_MSG(first >= 2 * UNWIND_FNS, "first round: %u lookups, want >= %d", first,
 		     2 * UNWIND_FNS);
-	/* Then alone: what the tables hold once they have grown. */
+	/* Then alone: what the tables hold once they have grown; in the
+	 * last round every capture is checked against libgcc's too. */
 	unsigned alone = 0;
 	for (int r = 0; r < ALONE_ROUNDS; r++) {
-		AP_CHECK_EQ_INT(round_of(&workers[0], true), 0);
-		alone = workers[0].lookups;
+		/* Its frames below the round are the main thread's: kept anew. */
+		job j = round_of(&solo, r > 0, r == ALONE_ROUNDS - 1);
+		AP_CHECK_EQ_INT(j.mismatches, 0);
+		AP_CHECK_MSG(j.reference_mismatches == 0, "%d captures differ from libgcc's",
+			     j.reference_mismatches);
+		alone = solo.lookups;
 	}
+	AP_CHECK_EQ_INT(solo.depth_bad, 0);
 	unwind_cache_info after;
 	unwind_cache_stats(&after);
 	fprintf(stderr, "lookups: %u in the threads' first round, %u in the last alone; "
