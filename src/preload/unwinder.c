@@ -443,6 +443,23 @@ static void cache_grow(cache *c, cache_tab *t)
 /* What a store into a set did (fpfn_store, rule_store). */
 enum { CACHE_UPDATED, CACHE_FILLED, CACHE_EVICTED };
 
+/* Which way of a two-way set a store of key takes, the set's ways holding
+ * keys k0 and k1 (0: empty): its own or an empty one; else way 0, whose
+ * entry the caller first moves to way 1, evicting that (CACHE_EVICTED). */
+static int cache_way(uint64_t k0, uint64_t k1, uint64_t key, int *what)
+{
+	if (!k0 || k0 == key) {
+		*what = k0 ? CACHE_UPDATED : CACHE_FILLED;
+		return 0;
+	}
+	if (!k1 || k1 == key) {
+		*what = k1 ? CACHE_UPDATED : CACHE_FILLED;
+		return 1;
+	}
+	*what = CACHE_EVICTED;
+	return 0;
+}
+
 /*
  * After a store into t: grow when half its entries (two a set) have been
  * filled, as a hash table grows, so that a program with more return
@@ -538,22 +555,14 @@ void unwind_forget_code(void)
 	rules_forget();
 }
 
-/* Enter ret's verdict in its set: its own or an empty way, else way 0
- * moves to way 1 (evicting that) and takes it. */
+/* Enter verdict word e (ret << 1 | verdict) in its set (cache_way). */
 static int fpfn_store(_Atomic uintptr_t *w, uintptr_t e)
 {
-	uintptr_t ret = e >> 1, k0 = atomic_load_explicit(&w[0], memory_order_relaxed);
-	int i = 0, what = k0 ? CACHE_UPDATED : CACHE_FILLED;
-	if (k0 && k0 >> 1 != ret) {
-		uintptr_t k1 = atomic_load_explicit(&w[1], memory_order_relaxed);
-		if (!k1 || k1 >> 1 == ret) {
-			i = 1;
-			what = k1 ? CACHE_UPDATED : CACHE_FILLED;
-		} else {
-			atomic_store_explicit(&w[1], k0, memory_order_relaxed);
-			what = CACHE_EVICTED;
-		}
-	}
+	uintptr_t e0 = atomic_load_explicit(&w[0], memory_order_relaxed);
+	uintptr_t e1 = atomic_load_explicit(&w[1], memory_order_relaxed);
+	int what, i = cache_way(e0 >> 1, e1 >> 1, e >> 1, &what);
+	if (what == CACHE_EVICTED)
+		atomic_store_explicit(&w[1], e0, memory_order_relaxed);
 	atomic_store_explicit(&w[i], e, memory_order_relaxed);
 	return what;
 }
@@ -714,22 +723,14 @@ static void rule_write(rule_entry *e, uint64_t k, uint64_t r)
 	atomic_store_explicit(&e->check, k ^ r ^ RULE_MAGIC, memory_order_relaxed);
 }
 
-/* As fpfn_store. */
+/* Enter ip's rule in its set (cache_way). */
 static int rule_store(rule_entry *w, uintptr_t ip, uint64_t r)
 {
 	uint64_t k0 = atomic_load_explicit(&w[0].key, memory_order_relaxed);
-	int i = 0, what = k0 ? CACHE_UPDATED : CACHE_FILLED;
-	if (k0 && k0 != ip) {
-		uint64_t k1 = atomic_load_explicit(&w[1].key, memory_order_relaxed);
-		if (!k1 || k1 == ip) {
-			i = 1;
-			what = k1 ? CACHE_UPDATED : CACHE_FILLED;
-		} else {
-			uint64_t r0 = atomic_load_explicit(&w[0].rule, memory_order_relaxed);
-			rule_write(&w[1], k0, r0);
-			what = CACHE_EVICTED;
-		}
-	}
+	uint64_t k1 = atomic_load_explicit(&w[1].key, memory_order_relaxed);
+	int what, i = cache_way(k0, k1, ip, &what);
+	if (what == CACHE_EVICTED)
+		rule_write(&w[1], k0, atomic_load_explicit(&w[0].rule, memory_order_relaxed));
 	rule_write(&w[i], ip, r);
 	return what;
 }
