@@ -372,7 +372,10 @@ __attribute__((noinline)) static int capture_fp_checked(uintptr_t *pcs, int max)
  * only brings a page back. The descriptors are static, one per size.
  */
 #define CACHE_MIN_LOG2 10 /* sets at first */
-#define CACHE_MAX_LOG2 15 /* the most any cache may have (cache.max_log2) */
+#define CACHE_MAX_BYTES ((size_t)512 << 10) /* of sets, in either cache */
+/* Descriptors for every size up to CACHE_MAX_BYTES of the smallest sets
+ * (16 bytes: 2^15 sets). */
+#define CACHE_MAX_LOG2 15
 #define CACHE_SIZES (CACHE_MAX_LOG2 - CACHE_MIN_LOG2 + 1)
 
 struct cache_tab {
@@ -386,7 +389,6 @@ typedef struct cache {
 	_Atomic(cache_tab *) cur;
 	cache_tab tabs[CACHE_SIZES];
 	size_t set_bytes;
-	unsigned max_log2; /* at most 512 KiB of sets */
 	atomic_flag growing;
 	/* Copy the valid entries of one table into a new, empty one;
 	 * returns the entries filled. */
@@ -415,12 +417,12 @@ static inline unsigned char *cache_set(const cache_tab *t, size_t set_bytes, uin
  * largest, or another thread is growing. */
 static void cache_grow(cache *c, cache_tab *t)
 {
-	if (t->log2n >= c->max_log2 || t != cache_now(c) ||
+	size_t bytes = c->set_bytes << (t->log2n + 1);
+	if (bytes > CACHE_MAX_BYTES || t != cache_now(c) ||
 	    atomic_flag_test_and_set(&c->growing))
 		return;
 	if (t == cache_now(c)) {
 		cache_tab *n = &c->tabs[t->log2n + 1 - CACHE_MIN_LOG2];
-		size_t bytes = c->set_bytes << (t->log2n + 1);
 		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED) {
@@ -526,7 +528,6 @@ static cache fpfn_cache = {
 	.cur = &fpfn_cache.tabs[0],
 	.tabs = { { fpfn0, CACHE_MIN_LOG2, 64 - CACHE_MIN_LOG2, 0, 0 } },
 	.set_bytes = FPFN_SET,
-	.max_log2 = 15,
 	.growing = ATOMIC_FLAG_INIT,
 	.rehash = fpfn_rehash,
 };
@@ -692,7 +693,6 @@ static cache rule_cache = {
 	.cur = &rule_cache.tabs[0],
 	.tabs = { { rules0, CACHE_MIN_LOG2, 64 - CACHE_MIN_LOG2, 0, 0 } },
 	.set_bytes = RULES_SET,
-	.max_log2 = 13,
 	.growing = ATOMIC_FLAG_INIT,
 	.rehash = rules_rehash,
 };
