@@ -213,8 +213,7 @@ EXPORT size_t malloc_usable_size(void *p)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 #endif
-#define ENTRY_ALIAS(name) \
-	extern __typeof__(name) rt_entry_##name __attribute__((alias(#name), visibility("hidden")))
+#define ENTRY_ALIAS(name) RT_HIDDEN_ALIAS(name, rt_entry_##name, #name)
 ENTRY_ALIAS(malloc);
 ENTRY_ALIAS(free);
 ENTRY_ALIAS(free_sized);

@@ -302,9 +302,7 @@ DEL(ap_da_lt, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DA_LT, del_lt_fn,
     (void *p, size_t al, NT), (p, al, t))
 
 /* Their hidden names (interpose_next.h). */
-#define CXX_ALIAS(name, sym) \
-	extern __typeof__(ap_##name) rt_entry_##name \
-		__attribute__((alias(sym), visibility("hidden")))
+#define CXX_ALIAS(name, sym) RT_HIDDEN_ALIAS(ap_##name, rt_entry_##name, sym)
 CXX_ALIAS(nw, "_Znwm");
 CXX_ALIAS(na, "_Znam");
 CXX_ALIAS(nw_t, "_ZnwmRKSt9nothrow_t");

@@ -279,4 +279,4 @@ size_t nallocx(size_t n, int flags)
 	return ((nallocx_fn)je[NALLOCX])(n, flags);
 }
 
-extern __typeof__(mallocx) rt_entry_mallocx __attribute__((alias("mallocx"), visibility("hidden")));
+RT_HIDDEN_ALIAS(mallocx, rt_entry_mallocx, "mallocx");

@@ -150,6 +150,11 @@ typedef struct runtime {
  * object and reaches them PC-relative (jmp *rt_real+8(%rip)) instead of
  * through the GOT, one instruction less on every fast path. */
 #define RT_HIDDEN __attribute__((visibility("hidden")))
+/* name: a hidden second name, of decl's type, for the function defined in
+ * this file whose symbol is sym (a string: the C name, or an __asm__
+ * label). The rt_entry_* names below are made so. */
+#define RT_HIDDEN_ALIAS(decl, name, sym) \
+	extern __typeof__(decl) name __attribute__((alias(sym), visibility("hidden")))
 extern RT_HIDDEN runtime rt;
 extern RT_HIDDEN real_fns rt_real;
 
