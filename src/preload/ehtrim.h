@@ -62,9 +62,9 @@ void ehtrim_poll(uint64_t now);
 
 /* Before a profile is built: trim now if any lookup was made since the
  * last trim, whatever the time since. A dump's transient memory (the
- * profile, its encoding, zlib's state: 1.6 MiB for clang's) then takes the
- * place of table pages the process holds at that moment instead of adding
- * to them; the dump at exit is often at the program's peak. */
+ * profile, zlib's state and output) then takes the place of table pages
+ * the process holds at that moment instead of adding to them; the dump at
+ * exit is often at the program's peak. */
 void ehtrim_before_dump(void);
 
 /* Trim now; returns the resident pages given back, or -1 when trimming
