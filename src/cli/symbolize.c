@@ -77,6 +77,9 @@ struct symfile {
 	struct fsym *syms; /* sorted by lo; built on first lookup */
 	size_t nsyms;
 	bool syms_built;
+	uint64_t *fstarts; /* functions' starts (.eh_frame_hdr), ascending */
+	size_t nfstarts;
+	bool fstarts_built;
 	struct curange *curanges; /* sorted by lo; built when aranges fail */
 	size_t ncuranges;
 	bool curanges_built;
@@ -547,6 +550,136 @@ static Dwarf_Die *unit_at(struct symfile *f, Dwarf_Addr a, Dwarf_Addr *bias)
 	return f->curanges[lo - 1].cu;
 }
 
+/* File offset of module address a (its PT_LOAD segment's), as
+ * elf_address undoes; false when no segment holds it. */
+static bool file_offset(struct symfile *f, Dwarf_Addr a, uint64_t *off)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(f->mod, &bias);
+	size_t nph;
+	if (!elf || elf_getphdrnum(elf, &nph))
+		return false;
+	GElf_Addr v = a - bias;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    v >= ph.p_vaddr && v - ph.p_vaddr < ph.p_filesz) {
+			*off = v - ph.p_vaddr + ph.p_offset;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Bytes of a DWARF pointer encoding's value (its low four bits); 0 for
+ * one this reader does not take (uleb128, sleb128, omit). */
+static size_t eh_enc_size(unsigned enc)
+{
+	switch (enc & 0x0f) {
+	case 0x00: return 8; /* absptr, on this 64-bit target */
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/*
+ * The start of every function with unwind information, from the binary
+ * search table of the object's .eh_frame_hdr (its PT_GNU_EH_FRAME
+ * segment): sorted pairs of (function start, its entry in .eh_frame),
+ * each a signed 32-bit offset from the header when the table's encoding
+ * is DW_EH_PE_datarel | DW_EH_PE_sdata4, which GNU ld, gold and lld
+ * write; another encoding, or a table that does not fit its segment,
+ * gives none. Module addresses, ascending.
+ */
+static void build_fstarts(struct symfile *f)
+{
+	f->fstarts_built = true;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(f->mod, &bias);
+	size_t nph;
+	if (!elf || elf_getphdrnum(elf, &nph))
+		return;
+	GElf_Phdr ph;
+	size_t i;
+	for (i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
+			break;
+	if (i == nph || ph.p_filesz < 4)
+		return;
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+	if (!d || !d->d_buf || d->d_size != ph.p_filesz)
+		return;
+	const unsigned char *h = d->d_buf;
+	size_t len = d->d_size, ptr_size = eh_enc_size(h[1]), count_size = eh_enc_size(h[2]);
+	if (h[0] != 1 || h[3] != 0x3b || !ptr_size || (count_size != 4 && count_size != 8) ||
+	    4 + ptr_size + count_size > len)
+		return;
+	uint64_t count = 0;
+	memcpy(&count, h + 4 + ptr_size, count_size); /* little-endian host */
+	size_t table = 4 + ptr_size + count_size;
+	if (count == 0 || count > (len - table) / 8 ||
+	    !(f->fstarts = malloc((size_t)count * sizeof *f->fstarts)))
+		return;
+	for (uint64_t k = 0; k < count; k++) {
+		int32_t rel;
+		memcpy(&rel, h + table + 8 * k, 4);
+		uint64_t start = ph.p_vaddr + (uint64_t)(int64_t)rel + bias;
+		if (k && start < f->fstarts[k - 1]) { /* not sorted: not a table */
+			free(f->fstarts);
+			f->fstarts = NULL;
+			return;
+		}
+		f->fstarts[k] = start;
+	}
+	f->nfstarts = (size_t)count;
+}
+
+/*
+ * A name for the function holding module address a when neither a symbol
+ * nor debug information names it: a local function of a stripped object
+ * (distributions' libraries, release builds of services). Stripping keeps
+ * the unwind tables, which say where each function starts: the name is
+ * the start of the one holding a, written as an unsymbolized frame's
+ * address is, "object+0xFILE_OFFSET". So every call site in one function
+ * is one function in by-function reports and flame graphs (the raw
+ * address of each call site made each its own), and the offset is what
+ * addr2line or a debugger wants once the debug file is found. The
+ * function holding a is the last one starting at or before it, when a
+ * lies in a function at all: libdw's CFI must have a frame for a (no
+ * entry covers code without unwind information, or the gap after a
+ * function). NULL (malloc'd otherwise): no function found.
+ */
+static char *cfi_function_name(struct symfile *f, Dwarf_Addr a)
+{
+	if (!f->fstarts_built)
+		build_fstarts(f);
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi = f->nfstarts ? dwfl_module_eh_cfi(f->mod, &bias) : NULL;
+	Dwarf_Frame *fr;
+	if (!cfi || dwarf_cfi_addrframe(cfi, a - bias, &fr) != 0)
+		return NULL;
+	free(fr);
+	size_t lo = 0, hi = f->nfstarts;
+	while (lo < hi) { /* first start > a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->fstarts[mid] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint64_t off;
+	if (lo == 0 || !file_offset(f, f->fstarts[lo - 1], &off))
+		return NULL;
+	const char *base = strrchr(f->path, '/');
+	base = base ? base + 1 : f->path;
+	char *name;
+	if (asprintf(&name, "%s+0x%llx", *base ? base : "?", (unsigned long long)off) < 0)
+		return NULL;
+	return name;
+}
+
 /*
  * Frames at module address a, innermost first; returns how many. The
  * chain of function DIEs at a (dwindex.h) is the innermost function and
@@ -606,6 +739,11 @@ static size_t lookup_frames(struct symfile *f, Dwarf_Addr a, struct rawframe *ou
 		out[0] = (struct rawframe){display_name(symname, NULL), symname,
 					   file, line, col};
 		n = out[0].name ? 1 : 0;
+	}
+	char *cfi;
+	if (n == 0 && (cfi = cfi_function_name(f, a))) {
+		out[0] = (struct rawframe){cfi, NULL, file, line, col};
+		n = 1;
 	}
 	return n;
 }
@@ -797,6 +935,7 @@ int sym_symbolize_profile(const ap_profile *in, const sym_options *o,
 		if (c.files[i].dwfl)
 			dwfl_end(c.files[i].dwfl);
 		free(c.files[i].syms);
+		free(c.files[i].fstarts);
 		free(c.files[i].curanges);
 		for (size_t j = 0; j < c.files[i].ncus; j++) {
 			dwi_free(c.files[i].cus[j].ix);
