@@ -226,6 +226,220 @@ int elfsym_lookup(const elfsym_file *f, uint32_t type, elfsym_query *q, size_t n
 	return 0;
 }
 
+/* ---- function starts from the unwind tables ------------------------- */
+
+/* File offset of [v, v + len) when one PT_LOAD segment's file bytes hold it. */
+static int vaddr_offset(const elfsym_file *f, uint64_t v, uint64_t len, uint64_t *off)
+{
+	ElfW(Phdr) ph;
+	for (size_t i = 0; i < f->eh.e_phnum; i++) {
+		if (phdr(f, i, &ph) != 0)
+			return AP_ECORRUPT;
+		if (ph.p_type == PT_LOAD && v >= ph.p_vaddr && v - ph.p_vaddr <= ph.p_filesz &&
+		    len <= ph.p_filesz - (v - ph.p_vaddr)) {
+			*off = ph.p_offset + (v - ph.p_vaddr);
+			return in_file(f, *off, len) ? 0 : AP_ECORRUPT;
+		}
+	}
+	return AP_ENOTFOUND;
+}
+
+/* Bytes of a DWARF pointer encoding's value (its low four bits; absptr is
+ * a pointer of this process's size); 0 for the variable-length ones. */
+static size_t enc_size(unsigned enc)
+{
+	switch (enc & 0x0f) {
+	case 0x00: return sizeof(uintptr_t);
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/* The value of n (enc_size) bytes at p, sign-extended for the signed formats. */
+static uint64_t enc_value(const unsigned char *p, size_t n, unsigned enc)
+{
+	uint64_t v = 0;
+	unsigned char *d = (unsigned char *)&v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(d, p, n);
+#else
+	memcpy(d + 8 - n, p, n);
+#endif
+	if ((enc & 0x08) && n < 8 && (v >> (8 * n - 1)) & 1)
+		v |= ~(uint64_t)0 << (8 * n);
+	return v;
+}
+
+/* A ULEB128 in buf[*i, n): false when it runs past n or over 64 bits. */
+static bool uleb(const unsigned char *buf, size_t n, size_t *i, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; *i < n && shift < 64; shift += 7) {
+		unsigned char b = buf[(*i)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* Read a CIE or FDE's header at file offset off (up to sizeof *buf bytes
+ * of it into buf, fewer at the end of the file): *n the bytes read, *body
+ * where its content (after the length) starts. */
+static int cfi_entry(const elfsym_file *f, uint64_t off, unsigned char (*buf)[96],
+		     size_t *n, size_t *body)
+{
+	if (off > f->size)
+		return AP_ECORRUPT;
+	*n = f->size - off < sizeof *buf ? (size_t)(f->size - off) : sizeof *buf;
+	if (*n < 8 || read_at(f, off, *buf, *n) != 0)
+		return AP_ECORRUPT;
+	uint32_t len32;
+	memcpy(&len32, *buf, 4);
+	if (len32 == 0)
+		return AP_ENOTFOUND; /* the terminator */
+	*body = len32 == 0xffffffffu ? 12 : 4;
+	uint64_t len = len32;
+	if (len32 == 0xffffffffu)
+		memcpy(&len, *buf + 4, 8);
+	if (*body + 4 > *n || len < 4 || !in_file(f, off + *body, len))
+		return AP_ECORRUPT;
+	if (len < *n - *body)
+		*n = *body + (size_t)len;
+	return 0;
+}
+
+/* The FDE pointer encoding of the CIE at file offset off. */
+static int cie_encoding(const elfsym_file *f, uint64_t off, unsigned *enc)
+{
+	unsigned char buf[96];
+	size_t n, i;
+	int rc = cfi_entry(f, off, &buf, &n, &i);
+	if (rc != 0)
+		return rc == AP_ENOTFOUND ? AP_ECORRUPT : rc;
+	uint32_t id;
+	memcpy(&id, buf + i, 4);
+	i += 4;
+	if (id != 0 || i >= n)
+		return AP_ECORRUPT; /* not a CIE */
+	unsigned version = buf[i++];
+	const char *aug = (const char *)buf + i;
+	size_t alen = strnlen(aug, n - i);
+	if (alen == n - i)
+		return AP_ECORRUPT;
+	i += alen + 1;
+	*enc = 0; /* absptr unless "R" says otherwise */
+	if (aug[0] != 'z')
+		return alen == 0 ? 0 : AP_ENOTFOUND;
+	uint64_t skip;
+	if (!uleb(buf, n, &i, &skip) || !uleb(buf, n, &i, &skip)) /* code, data align */
+		return AP_ECORRUPT;
+	if (version == 1) {
+		if (i >= n)
+			return AP_ECORRUPT;
+		i++; /* return address register */
+	} else if (!uleb(buf, n, &i, &skip)) {
+		return AP_ECORRUPT;
+	}
+	if (!uleb(buf, n, &i, &skip)) /* augmentation data's length */
+		return AP_ECORRUPT;
+	for (size_t k = 1; k < alen; k++) {
+		if (i >= n)
+			return AP_ECORRUPT;
+		switch (aug[k]) {
+		case 'R':
+			*enc = buf[i];
+			return 0;
+		case 'L':
+			i++;
+			break;
+		case 'P': {
+			size_t ps = enc_size(buf[i]);
+			if (!ps || (buf[i] & 0x70) == 0x50) /* aligned: unsupported */
+				return AP_ENOTFOUND;
+			i += 1 + ps;
+			break;
+		}
+		case 'S': case 'B':
+			break;
+		default:
+			return AP_ENOTFOUND;
+		}
+	}
+	return 0;
+}
+
+int elfsym_function_start(const elfsym_file *f, uint64_t vaddr, uint64_t *start,
+			  uint64_t *off)
+{
+	ElfW(Phdr) eh;
+	size_t i = 0;
+	for (; i < f->eh.e_phnum; i++) {
+		if (phdr(f, i, &eh) != 0)
+			return AP_ECORRUPT;
+		if (eh.p_type == PT_GNU_EH_FRAME)
+			break;
+	}
+	if (i == f->eh.e_phnum)
+		return AP_ENOTFOUND;
+	unsigned char h[4 + 8 + 8];
+	uint64_t hlen = eh.p_filesz < sizeof h ? eh.p_filesz : sizeof h;
+	if (hlen < 4 || !in_file(f, eh.p_offset, eh.p_filesz) ||
+	    read_at(f, eh.p_offset, h, (size_t)hlen) != 0)
+		return AP_ECORRUPT;
+	size_t ps = enc_size(h[1]), cs = enc_size(h[2]);
+	if (h[0] != 1 || h[3] != 0x3b || !ps || !cs || 4 + ps + cs > hlen)
+		return AP_ENOTFOUND;
+	uint64_t count = enc_value(h + 4 + ps, cs, h[2] & 0x07); /* unsigned */
+	uint64_t table = 4 + ps + cs;
+	if (count == 0 || count > (eh.p_filesz - table) / 8)
+		return count == 0 ? AP_ENOTFOUND : AP_ECORRUPT;
+	/* The last entry starting at or below vaddr. */
+	uint64_t lo = 0, hi = count;
+	int32_t e[2];
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (read_at(f, eh.p_offset + table + 8 * mid, e, 4) != 0)
+			return AP_ECORRUPT;
+		if (eh.p_vaddr + (uint64_t)(int64_t)e[0] <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return AP_ENOTFOUND;
+	if (read_at(f, eh.p_offset + table + 8 * (lo - 1), e, 8) != 0)
+		return AP_ECORRUPT;
+	uint64_t fn = eh.p_vaddr + (uint64_t)(int64_t)e[0];
+	uint64_t fde = eh.p_vaddr + (uint64_t)(int64_t)e[1], fde_off;
+	unsigned char buf[96];
+	size_t n, b;
+	int rc = vaddr_offset(f, fde, 8, &fde_off);
+	if (rc != 0 || (rc = cfi_entry(f, fde_off, &buf, &n, &b)) != 0)
+		return rc == AP_ENOTFOUND ? AP_ECORRUPT : rc;
+	uint32_t cie_ptr;
+	memcpy(&cie_ptr, buf + b, 4);
+	uint64_t cie_off = fde_off + b - cie_ptr;
+	unsigned enc;
+	if (cie_ptr == 0 || cie_ptr > fde_off + b ||
+	    (rc = cie_encoding(f, cie_off, &enc)) != 0)
+		return rc ? rc : AP_ECORRUPT;
+	size_t es = enc_size(enc), at = b + 4;
+	unsigned app = enc & 0x70;
+	if (!es || (app != 0x00 && app != 0x10) || at + 2 * es > n)
+		return AP_ENOTFOUND;
+	uint64_t begin = enc_value(buf + at, es, enc);
+	if (app == 0x10) /* pcrel: from the field's own address */
+		begin += fde + at;
+	uint64_t range = enc_value(buf + at + es, es, enc & 0x07);
+	if (begin != fn || vaddr - begin >= range)
+		return AP_ENOTFOUND;
+	*start = begin;
+	return vaddr_offset(f, begin, 1, off);
+}
+
 size_t elfsym_name(const elfsym_file *f, const elfsym_query *q, char *out, size_t cap)
 {
 	if (cap == 0)

@@ -75,6 +75,21 @@ int elfsym_lookup(const elfsym_file *f, uint32_t type, elfsym_query *q, size_t n
 		  void *buf, size_t bufsz);
 
 /*
+ * For an address no symbol names (a local function of a stripped object):
+ * where its function starts, from the unwind tables stripping keeps. The
+ * binary search table of .eh_frame_hdr (PT_GNU_EH_FRAME, encoded
+ * DW_EH_PE_datarel | DW_EH_PE_sdata4 as GNU ld, gold and lld write it)
+ * gives the last function starting at or below vaddr; its .eh_frame entry
+ * (FDE) must then agree on that start and cover vaddr (start + range),
+ * its pointers read in the encoding its CIE's "R" augmentation gives.
+ * *start: the start (p_vaddr terms), *off: its offset in the file.
+ * 0, AP_ENOTFOUND (no table, another encoding, vaddr in no function) or
+ * AP_ECORRUPT.
+ */
+int elfsym_function_start(const elfsym_file *f, uint64_t vaddr, uint64_t *start,
+			  uint64_t *off);
+
+/*
  * q's name into out (NUL-terminated), without a symbol version ("@..."),
  * cut at the first byte that is not printable ASCII (so a line of the
  * symbol service stays one line) and at cap - 1 bytes. Its length; 0 when there is none.

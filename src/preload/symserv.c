@@ -15,7 +15,9 @@
  *  - names come from its .symtab; when it is stripped, from the separate
  *    debug file /usr/lib/debug/.build-id/XX/REST.debug named by its build
  *    ID (Debian's -dbg/-dbgsym packages); else from its .dynsym;
- *  - an address no table names (a file that cannot be read) gets dladdr's
+ *  - an address no table names gets, when the unwind tables say which
+ *    function holds it, that function's start ("object+0xOFFSET", as the
+ *    command names it); else (a file that cannot be read) dladdr's
  *    answer, as before.
  *
  * Memory: a scratch arena for the request (the addresses, the mapping
@@ -139,6 +141,25 @@ static void name_mapping(const dump_mapping *m, elfsym_query *q, size_t n,
 		rc = name_from_debug(m->build_id, q, n, out);
 	if (rc == AP_ENOTFOUND)
 		name_from(&f, SHT_DYNSYM, q, n, out);
+	/* What no table names (a stripped object's local functions): the
+	 * start of its function, from the unwind tables, as the command's
+	 * symbolizer names it (docs/REPORTS.md), so one function's call
+	 * sites are one function in pprof too. */
+	const char *base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t start, off;
+		char name[SYM_NAME_MAX];
+		if (out->v[q[i].tag] ||
+		    elfsym_function_start(&f, q[i].vaddr, &start, &off) != 0)
+			continue;
+		int k = snprintf(name, sizeof name, "%s+0x%llx", *base ? base : "?",
+				 (unsigned long long)off);
+		char *copy = k > 0 && (size_t)k < sizeof name ? arena_alloc(out->a, (size_t)k + 1)
+							      : NULL;
+		if (copy)
+			out->v[q[i].tag] = memcpy(copy, name, (size_t)k + 1);
+	}
 	close(fd);
 }
 

@@ -1,7 +1,8 @@
 /*
  * preload_elfsym_fuzz.c: libFuzzer target for the runtime's ELF symbol
  * reader (src/preload/elfsym.h). The input is the file; every entry point
- * runs on it (header, segments, build ID, both symbol tables, names), with
+ * runs on it (header, segments, build ID, both symbol tables, names, the
+ * unwind tables' function starts), with
  * queries at addresses taken from the input itself so lookups hit its
  * symbols. Reads must stay inside the input (the read callback aborts
  * otherwise) and names must be printable and NUL-terminated.
@@ -56,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 1; i < nq; i++)
 		if (q[i - 1].vaddr > q[i].vaddr)
 			abort();
+	/* Function starts from the unwind tables: at or below the address,
+	 * inside the file. */
+	for (size_t i = 0; i < nq; i++) {
+		uint64_t start, off;
+		if (elfsym_function_start(&f, q[i].vaddr, &start, &off) == 0 &&
+		    (start > q[i].vaddr || off >= size))
+			abort();
+	}
 	static unsigned char buf[4096];
 	const uint32_t types[] = { SHT_SYMTAB, SHT_DYNSYM };
 	for (size_t t = 0; t < 2; t++) {

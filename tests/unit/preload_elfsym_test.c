@@ -105,6 +105,11 @@ static size_t exercise(const unsigned char *p, size_t n, uint64_t helper_vaddr)
 	if (elfsym_lookup(&f, SHT_SYMTAB, q, 2, buf, sizeof buf) == 0)
 		for (size_t i = 0; i < 2; i++)
 			named += elfsym_name(&f, &q[i], name, sizeof name) > 0;
+	/* The unwind tables: the helper's start, from inside it. */
+	uint64_t start = 0, off;
+	if (elfsym_function_start(&f, helper_vaddr + 2, &start, &off) == 0 &&
+	    start == helper_vaddr)
+		named++;
 	return named;
 }
 
@@ -130,15 +135,21 @@ static unsigned char *read_self(size_t *n)
 	return p;
 }
 
+/* hidden_helper's address in the file's p_vaddr terms. */
+static uint64_t helper_vaddr(void)
+{
+	uintptr_t bias = 0;
+	dl_iterate_phdr(main_bias, &bias);
+	return (uintptr_t)keep_helper - bias;
+}
+
 AP_TEST(prefixes_and_corrupted_copies_stay_in_bounds)
 {
 	size_t n;
 	unsigned char *self = read_self(&n);
 	AP_CHECK(self != NULL && n > 0);
-	uintptr_t bias = 0;
-	dl_iterate_phdr(main_bias, &bias);
-	uint64_t vaddr = (uintptr_t)keep_helper - bias;
-	AP_CHECK_EQ_U64(exercise(self, n, vaddr), 2);
+	uint64_t vaddr = helper_vaddr();
+	AP_CHECK_EQ_U64(exercise(self, n, vaddr), 3);
 	/* Prefixes: every header boundary and a spread of lengths. */
 	for (size_t k = 0; k < n; k += k < 4096 ? 1 : 997)
 		(void)exercise(self, k, vaddr);
@@ -156,5 +167,53 @@ AP_TEST(prefixes_and_corrupted_copies_stay_in_bounds)
 		(void)exercise(copy, n, vaddr);
 	}
 	free(copy);
+	free(self);
+}
+
+struct seg_query {
+	uint64_t vaddr, off;
+	bool found;
+};
+
+/* The file offset of the main program's vaddr, from its loaded headers. */
+static int main_offset(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct seg_query *s = data;
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && s->vaddr >= ph->p_vaddr &&
+		    s->vaddr < ph->p_vaddr + ph->p_filesz) {
+			s->off = s->vaddr - ph->p_vaddr + ph->p_offset;
+			s->found = true;
+		}
+	}
+	return 1;
+}
+
+AP_TEST(function_starts_come_from_the_unwind_tables)
+{
+	size_t n;
+	unsigned char *self = read_self(&n);
+	AP_CHECK(self != NULL && n > 0);
+	uint64_t helper = helper_vaddr();
+	struct mem m = { self, n };
+	elfsym_file f = { .read = mem_read, .ctx = &m, .size = n };
+	AP_CHECK_EQ_INT(elfsym_open(&f), 0);
+	struct seg_query s = { .vaddr = helper };
+	dl_iterate_phdr(main_offset, &s);
+	AP_CHECK(s.found);
+	/* Every byte of the helper's first 8 is in the helper. */
+	for (uint64_t d = 0; d < 8; d++) {
+		uint64_t start = 0, off = 0;
+		AP_CHECK_EQ_INT(elfsym_function_start(&f, helper + d, &start, &off), 0);
+		AP_CHECK_EQ_U64(start, helper);
+		AP_CHECK_EQ_U64(off, s.off);
+	}
+	/* The ELF header is in no function. */
+	uint64_t start, off;
+	AP_CHECK_EQ_INT(elfsym_function_start(&f, 0x10, &start, &off), AP_ENOTFOUND);
+	/* Nor is anything past the last function's end. */
+	AP_CHECK_EQ_INT(elfsym_function_start(&f, UINT64_MAX / 2, &start, &off), AP_ENOTFOUND);
 	free(self);
 }
