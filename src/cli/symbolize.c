@@ -606,6 +606,8 @@ static void build_fstarts(struct symfile *f)
 	for (i = 0; i < nph; i++)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
 			break;
+	/* (A separate debug file, read when the object itself is gone, keeps
+	 * the segment with no bytes in the file: p_filesz 0.) */
 	if (i == nph || ph.p_filesz < 4)
 		return;
 	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
