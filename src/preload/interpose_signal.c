@@ -14,6 +14,10 @@
  * its profile at exit, as exit() does through the library destructor; then
  * the next definition (glibc's) ends the process.
  *
+ * pthread_getattr_np, so that a sample taken inside it, which holds the
+ * thread's own lock, does not ask it for the thread's stack again
+ * (unwind_getattr_np).
+ *
  * dlclose, so that the mappings of an object about to be unloaded are
  * remembered and samples taken in it can still be symbolised.
  *
@@ -36,6 +40,7 @@
 
 #include "procs.h"
 #include "runtime_core.h"
+#include "unwinder.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -72,6 +77,11 @@ EXPORT void _exit(int status)
 
 /* glibc's _Exit is the same function under a second name. */
 EXPORT void _Exit(int status) __attribute__((alias("_exit")));
+
+EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	return unwind_getattr_np(th, attr);
+}
 
 EXPORT int dlclose(void *handle)
 {

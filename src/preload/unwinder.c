@@ -20,6 +20,7 @@
 #include "unwinder.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -151,6 +152,11 @@ static int capture_gcc(uintptr_t *pcs, int max)
  * glibc finds it by reading /proc/self/maps, with stdio, which takes more
  * stack than a sample may (its first sample could be on a small stack). */
 static __thread uintptr_t stack_lo, stack_hi;
+/* This thread is inside glibc's pthread_getattr_np (unwind_getattr_np),
+ * and a capture there left its bounds to the next one. */
+static __thread unsigned in_getattr;
+static __thread bool bounds_later;
+static int (*_Atomic next_getattr)(pthread_t, pthread_attr_t *);
 __thread unsigned unwind_lookups;
 static uintptr_t main_lo, main_hi;
 static pthread_t main_self; /* the thread main_lo and main_hi are of */
@@ -158,6 +164,42 @@ static pthread_t main_self; /* the thread main_lo and main_hi are of */
 static bool on_main_thread(void)
 {
 	return syscall(SYS_gettid) == getpid();
+}
+
+/* glibc's pthread_getattr_np (the next definition after the runtime's). */
+static int getattr_missing(pthread_t th, pthread_attr_t *attr)
+{
+	(void)th;
+	(void)attr;
+	return ENOSYS;
+}
+
+static int (*getattr_next(void))(pthread_t, pthread_attr_t *)
+{
+	int (*fn)(pthread_t, pthread_attr_t *) =
+		atomic_load_explicit(&next_getattr, memory_order_relaxed);
+	if (!fn) {
+		fn = (int (*)(pthread_t, pthread_attr_t *))boot_next_sym("pthread_getattr_np");
+		if (!fn)
+			fn = getattr_missing;
+		atomic_store_explicit(&next_getattr, fn, memory_order_relaxed);
+	}
+	return fn;
+}
+
+int unwind_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	int (*fn)(pthread_t, pthread_attr_t *) = getattr_next();
+	in_getattr++;
+	int rc = fn(th, attr);
+	in_getattr--;
+	return rc;
+}
+
+/* The thread's bounds are to be looked up (stack_bounds) before use. */
+static inline bool bounds_unknown(void)
+{
+	return stack_hi == 0 || bounds_later;
 }
 
 static void stack_bounds(void)
@@ -171,10 +213,19 @@ static void stack_bounds(void)
 		return;
 	}
 	stack_lo = stack_hi = 1;
+	if (in_getattr) {
+		/* Sampled inside glibc's pthread_getattr_np on this thread,
+		 * which holds the thread's own lock while it allocates: asking
+		 * it again would wait on that lock for ever. Unknown for this
+		 * capture; the thread's next one looks them up. */
+		bounds_later = true;
+		return;
+	}
+	bounds_later = false;
 	/* glibc allocates (and frees) a CPU set in there: from the scratch,
 	 * not the program's heap (boot.h). */
 	bool scratch = boot_scratch_begin();
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+	if (getattr_next()(pthread_self(), &attr) == 0) {
 		if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
 			stack_lo = (uintptr_t)addr;
 			stack_hi = (uintptr_t)addr + size;
@@ -252,7 +303,7 @@ bool unwind_stack_readable(uintptr_t a, size_t n)
 
 void unwind_atfork_prepare(void)
 {
-	if (stack_hi == 0)
+	if (bounds_unknown())
 		stack_bounds();
 }
 
@@ -314,7 +365,7 @@ static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_
 
 __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 {
-	if (stack_hi == 0)
+	if (bounds_unknown())
 		stack_bounds();
 	const uintptr_t *stop;
 	return fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, NULL, &stop);
@@ -1053,7 +1104,7 @@ static void alt_thread_exit(void)
  */
 __attribute__((noinline)) static int capture_mixed(uintptr_t *pcs, int max)
 {
-	if (stack_hi == 0)
+	if (bounds_unknown())
 		stack_bounds();
 	if (stack_hi <= 1)
 		return step_here(pcs, max);
@@ -1112,7 +1163,7 @@ static void caches_atfork_child(void)
 static size_t stack_room(uintptr_t sp, bool *on_alt)
 {
 	*on_alt = false;
-	if (stack_hi == 0)
+	if (bounds_unknown())
 		stack_bounds();
 	if (stack_lo == 1 && stack_hi == 1)
 		return SIZE_MAX; /* unknown thread stack: as before, trust it */
@@ -1141,6 +1192,7 @@ int unwind_prepare(unwinder_kind k)
 		}
 	}
 	readable_collect();
+	(void)getattr_next(); /* now, not in the program's first call */
 	switch (k) {
 	case UNWINDER_LIBUNWIND:
 	case UNWINDER_LIBUNWIND_ONLY:
@@ -1223,6 +1275,11 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	bool on_alt;
 	bool small = stack_room(sp, &on_alt) < UNWIND_STACK_NEED;
+	/* The frame-pointer walk bounded by the thread's stack finds nothing
+	 * while its extent is unknown (not found, or put off inside
+	 * pthread_getattr_np): the checked walk needs none. */
+	if (k == UNWINDER_FP && stack_lo == 1 && stack_hi == 1)
+		k = UNWINDER_FP_CHECKED;
 	/* Not in a handler on the alternate signal stack (a crash reporter's,
 	 * maybe after a stack overflow): libunwind would go on into the
 	 * interrupted frames, reading where their unwind information says

@@ -33,6 +33,7 @@
 #ifndef AP_PRELOAD_UNWINDER_H
 #define AP_PRELOAD_UNWINDER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +95,19 @@ typedef struct unwind_cache_info {
 	size_t rules_used, rules_sets, fp_used, fp_sets;
 } unwind_cache_info;
 void unwind_cache_stats(unwind_cache_info *out);
+/*
+ * pthread_getattr_np, which the runtime exports (interpose_signal.c): the
+ * next definition's answer, with the thread marked as inside it
+ * meanwhile. glibc's holds the thread's own lock while it allocates (a CPU
+ * set; for the main thread, a read of /proc/self/maps), and a thread's
+ * first capture looks its stack up through it: a sample taken in there
+ * would wait on that lock for ever. Java's virtual machine calls it first
+ * thing in every thread it starts (so at rate=1 every one hung), Rust's
+ * standard library and V8 too. Marked, the capture goes on without the
+ * bounds and the thread's next one looks them up.
+ */
+int unwind_getattr_np(pthread_t th, pthread_attr_t *attr);
+
 /* The calling thread is exiting: give its capture buffer back. */
 void unwind_thread_exit(void);
 /* The same, copied into pcs. Returns the number stored. */
