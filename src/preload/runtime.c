@@ -425,6 +425,7 @@ void rt_sample_end(void *p, const ap_sample_info *info)
 				table_record_drop_locked(&rt.table, &rec);
 		}
 		table_unlock(&rt.table);
+		unwind_capture_release(); /* pcs is not read again */
 		if (kept) {
 			dumper_after_sample(&after);
 			http_runtime_after_sample();

@@ -156,6 +156,10 @@ static __thread uintptr_t stack_lo, stack_hi;
  * and a capture there left its bounds to the next one. */
 static __thread unsigned in_getattr;
 static __thread bool bounds_later;
+/* unwind_thread_exit ran: a sample in a later destructor (another key's,
+ * with a higher index) maps the thread's buffers again, and
+ * unwind_capture_release gives them back. */
+static __thread bool thread_done;
 static int (*_Atomic next_getattr)(pthread_t, pthread_attr_t *);
 __thread unsigned unwind_lookups;
 static uintptr_t main_lo, main_hi;
@@ -1238,6 +1242,13 @@ void unwind_thread_exit(void)
 		munmap(cap_buf, CAP_BYTES);
 	cap_buf = NULL;
 	alt_thread_exit();
+	thread_done = true;
+}
+
+void unwind_capture_release(void)
+{
+	if (AP_UNLIKELY(thread_done))
+		unwind_thread_exit();
 }
 
 static int capture_with(unwinder_kind k, uintptr_t *pcs, int want)

@@ -110,6 +110,13 @@ int unwind_getattr_np(pthread_t th, pthread_attr_t *attr);
 
 /* The calling thread is exiting: give its capture buffer back. */
 void unwind_thread_exit(void);
+/* The sample is done with what unwind_capture_own returned. After
+ * unwind_thread_exit (a sample in a destructor that runs after the
+ * runtime's: another thread-specific key's, which pthread_key_create
+ * numbered later) the buffers it mapped again are given back here;
+ * nothing else would, and a program that starts and ends threads lost
+ * 4 KiB for each. */
+void unwind_capture_release(void);
 /* The same, copied into pcs. Returns the number stored. */
 int unwind_capture(unwinder_kind k, uintptr_t *pcs, int max);
 

@@ -11,6 +11,7 @@
  * so every stack differs in at least one return address.
  */
 #define _GNU_SOURCE
+#include "proc_status.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,19 +47,6 @@ __attribute__((noinline)) static void descend(int depth, unsigned bits)
 	__asm__ volatile("");
 }
 
-static long rss_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			v = atol(line + 6);
-	if (f)
-		fclose(f);
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -66,16 +54,16 @@ int main(int argc, char **argv)
 	int d = atoi(argv[1]);
 	if (d < 1 || d > 24)
 		return 1;
-	long r0 = rss_kb();
+	long r0 = proc_status_kb("VmRSS:");
 	for (unsigned k = 0; k < (1u << d); k++)
 		descend(d, k);
-	long r1 = rss_kb();
+	long r1 = proc_status_kb("VmRSS:");
 	int (*dump)(const char *) = NULL;
 	void *f = dlsym(RTLD_DEFAULT, "ap_runtime_dump");
 	memcpy(&dump, &f, sizeof f);
 	if (dump && dump(argv[2]) != 0)
 		return 2;
-	long r2 = rss_kb();
+	long r2 = proc_status_kb("VmRSS:");
 	printf("rss %ld %ld %ld\n", r0, r1, r2);
 	return 0;
 }
