@@ -61,7 +61,7 @@ static const char *const names[] = {
 	"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
 	"_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
 	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
-	"dlclose", "pthread_getattr_np",
+	"dlclose", "pthread_getattr_np", "pthread_exit",
 };
 
 static uintptr_t object_base(const void *p)

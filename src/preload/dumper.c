@@ -21,8 +21,12 @@
  */
 #include "runtime_core.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <string.h>
@@ -64,9 +68,16 @@ void dumper_exit_mask(uint64_t old_mask)
 }
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The runtime's threads, and whether the main thread ended with
+ * pthread_exit (dumper_main_left, below). */
+#define HELPERS_MAX 8
+#define DUMPER_ORPHAN_POLL_NS 50000000u
+static _Atomic long helper_tids[HELPERS_MAX];
+static _Atomic bool main_left;
+
 static bool needed(void)
 {
-	return rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
+	return atomic_load(&main_left) || rt.opt.signal || rt.opt.interval_ns || rt.opt.every_bytes ||
 	       rt.opt.peak || procs_signal_dumps_armed() || memtrig_enabled() ||
 	       push_enabled() || control_needs_dumper() || series_needs_thread();
 }
@@ -169,11 +180,116 @@ static void wait_until(uint64_t deadline)
 /* The thread's id, for dumper_stop's caller (procs.c waits for it to go). */
 static _Atomic long dumper_tid;
 
+/* ---- a main thread that ended with pthread_exit ------------------------ */
+
+
+void rt_helper_started(void)
+{
+	long tid = (long)syscall(SYS_gettid);
+	for (int i = 0; i < HELPERS_MAX; i++) {
+		long none = 0;
+		if (atomic_compare_exchange_strong(&helper_tids[i], &none, tid))
+			return;
+	}
+}
+
+void rt_helper_ending(void)
+{
+	long tid = (long)syscall(SYS_gettid);
+	for (int i = 0; i < HELPERS_MAX; i++) {
+		long me = tid;
+		if (atomic_compare_exchange_strong(&helper_tids[i], &me, 0))
+			return;
+	}
+}
+
+static bool helper_is(long tid)
+{
+	for (int i = 0; i < HELPERS_MAX; i++)
+		if (atomic_load(&helper_tids[i]) == tid)
+			return true;
+	return false;
+}
+
+/* The state letter of thread tid of this process, '?' when unknown. */
+static char task_state(long pid, long tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/task/%ld/stat", pid, tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	const char *close_paren = strrchr(buf, ')');
+	return close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+/* The main thread is gone (a zombie until the process ends) and every
+ * thread left is one of the runtime's. */
+static bool only_helpers_left(void)
+{
+	long pid = (long)getpid();
+	if (task_state(pid, pid) != 'Z')
+		return false;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/task", pid);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool only = true;
+	char buf[4096];
+	long n;
+	while (only && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(buf + off);
+			off += d->d_reclen;
+			char *end;
+			long tid = strtol(d->d_name, &end, 10);
+			if (d->d_name[0] < '0' || d->d_name[0] > '9' || *end || tid == pid)
+				continue;
+			if (!helper_is(tid)) {
+				only = false;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return only && n >= 0;
+}
+
+void dumper_main_left(void)
+{
+	atomic_store(&main_left, true);
+	dumper_needed_changed();
+	dumper_start_if_needed();
+	dumper_wake();
+}
+
+/* What glibc does when a process's last thread ends, which the runtime's
+ * threads kept from happening: exit(0), from this thread. Its exit
+ * handlers then write the profile at exit (rt_exit_dump), which must not
+ * wait for this thread. */
+static void exit_for_the_program(void)
+{
+	pthread_mutex_lock(&start_lock);
+	running = false;
+	pthread_mutex_unlock(&start_lock);
+	dumper_needed_changed();
+	rt_helper_ending();
+	rt_tls.guard = 0;
+	exit(0);
+}
+
 static void *dumper_main(void *arg)
 {
 	(void)arg;
 	rt_tls.guard = 1; /* for the thread's whole life */
 	atomic_store(&dumper_tid, (long)syscall(SYS_gettid));
+	rt_helper_started();
 	push_start(); /* inherits this thread's signal mask: all blocked */
 	uint64_t interval = rt.opt.interval_ns;
 	uint64_t next_interval = interval ? mono_ns() + interval : 0;
@@ -186,9 +302,10 @@ static void *dumper_main(void *arg)
 			if (!deadline || t < deadline)
 				deadline = t ? t : 1;
 		}
-		uint64_t more[4] = { memtrig_next(), push_next(), series_deadline(),
-				     ehtrim_deadline() };
-		for (int i = 0; i < 4; i++)
+		uint64_t more[5] = { memtrig_next(), push_next(), series_deadline(),
+				     ehtrim_deadline(),
+				     atomic_load(&main_left) ? mono_ns() + DUMPER_ORPHAN_POLL_NS : 0 };
+		for (int i = 0; i < 5; i++)
 			if (more[i] && (!deadline || more[i] < deadline))
 				deadline = more[i];
 		wait_until(deadline);
@@ -224,7 +341,10 @@ static void *dumper_main(void *arg)
 			dumper_dump_marked(NULL, NULL, false);
 		if (term)
 			atomic_store(&term_done, true);
+		if (atomic_load(&main_left) && only_helpers_left())
+			exit_for_the_program();
 	}
+	rt_helper_ending();
 	return NULL;
 }
 
@@ -278,8 +398,11 @@ void dumper_wake(void)
 
 void dumper_atfork_child(void)
 {
-	/* The parent's dumper thread does not exist here. */
+	/* The parent's dumper thread does not exist here, nor its others. */
 	running = false;
+	for (int i = 0; i < HELPERS_MAX; i++)
+		atomic_store(&helper_tids[i], 0);
+	atomic_store(&main_left, false);
 	dumper_needed_changed();
 	pthread_mutex_init(&start_lock, NULL);
 	sem_destroy(&wake);

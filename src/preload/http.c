@@ -739,6 +739,8 @@ static void *server_main(void *arg)
 	for (int i = 0; i < HTTP_MAX_CONNS; i++)
 		if (s->conns[i].state != C_FREE)
 			conn_close(s, &s->conns[i]);
+	if (s->src.thread_exit)
+		s->src.thread_exit();
 	return NULL;
 }
 

@@ -82,8 +82,10 @@ typedef struct http_source {
 	/* Optional: fills the cost fields the runtime tracks. */
 	void (*cost)(void *ctx, metrics_cost *out);
 	void *cost_ctx;
-	/* Optional: run first in the server thread (mark it as internal). */
+	/* Optional: run first in the server thread (mark it as internal),
+	 * and last, before it returns. */
 	void (*thread_init)(void);
+	void (*thread_exit)(void);
 	/* Optional: POST /debug/allocprof/start?QUERY and /stop (control.h);
 	 * returns the HTTP status, msg the body. NULL: those paths are 404. */
 	int (*control)(bool start, const char *query, size_t qlen, char *msg,

@@ -31,6 +31,12 @@ static char portfile_line[96];
 static void server_thread_init(void)
 {
 	rt_tls.guard = 1;
+	rt_helper_started();
+}
+
+static void server_thread_exit(void)
+{
+	rt_helper_ending();
 }
 
 static void runtime_cost(void *ctx, metrics_cost *out)
@@ -59,6 +65,7 @@ void http_runtime_start(const http_listen *l, const char *portfile, bool verbose
 			    .with_mappings = true,
 			    .cost = runtime_cost,
 			    .thread_init = server_thread_init,
+			    .thread_exit = server_thread_exit,
 			    .control = control_http,
 			    .timeline = series_timeline_blob };
 	char err[256];

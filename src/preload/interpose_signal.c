@@ -14,6 +14,10 @@
  * its profile at exit, as exit() does through the library destructor; then
  * the next definition (glibc's) ends the process.
  *
+ * pthread_exit, so that a process whose main thread ends with it still
+ * ends when its last other thread does (dumper_main_left): glibc counts
+ * the runtime's threads too, so the process went on for ever.
+ *
  * pthread_getattr_np, so that a sample taken inside it, which holds the
  * thread's own lock, does not ask it for the thread's stack again
  * (unwind_getattr_np).
@@ -35,9 +39,12 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "boot.h"
 #include "procs.h"
 #include "runtime_core.h"
 #include "unwinder.h"
@@ -77,6 +84,22 @@ EXPORT void _exit(int status)
 
 /* glibc's _Exit is the same function under a second name. */
 EXPORT void _Exit(int status) __attribute__((alias("_exit")));
+
+EXPORT void pthread_exit(void *ret)
+{
+	static void (*_Atomic next)(void *);
+	void (*fn)(void *) = atomic_load_explicit(&next, memory_order_relaxed);
+	if (!fn) {
+		fn = (void (*)(void *))boot_next_sym("pthread_exit");
+		atomic_store_explicit(&next, fn, memory_order_relaxed);
+	}
+	if (syscall(SYS_gettid) == getpid())
+		dumper_main_left();
+	if (fn)
+		fn(ret);
+	syscall(SYS_exit, 0); /* no next definition: end the thread */
+	__builtin_unreachable();
+}
 
 EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 {

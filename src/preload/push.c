@@ -251,6 +251,7 @@ static void *push_main(void *arg)
 	(void)arg;
 	rt_tls.guard = 1; /* for the thread's whole life */
 	atomic_store(&sender_tid, (long)syscall(SYS_gettid));
+	rt_helper_started();
 	for (;;) {
 		pthread_mutex_lock(&lock);
 		while (!pending.buf && !stop_req)
@@ -271,6 +272,7 @@ static void *push_main(void *arg)
 		pthread_cond_broadcast(&cond);
 		pthread_mutex_unlock(&lock);
 	}
+	rt_helper_ending();
 	return NULL;
 }
 

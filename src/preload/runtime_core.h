@@ -353,6 +353,23 @@ void dumper_after_sample(const table_totals *after);
  * ask again on the next sample. */
 void dumper_needed_changed(void);
 void dumper_atfork_child(void);
+/*
+ * The runtime's own threads (the dumper, the HTTP server, the push
+ * sender) add their ids when they start and take them out before they
+ * return, so the dumper can tell when nothing else is left
+ * (dumper_main_left). Fork children start with none.
+ */
+void rt_helper_started(void);
+void rt_helper_ending(void);
+/*
+ * The main thread is ending with pthread_exit (interpose_signal.c) and
+ * the process should end, with status 0, when its last other thread
+ * does. glibc counts the runtime's threads among them, so it never
+ * would: the dumper watches (every DUMPER_ORPHAN_POLL_NS) and calls exit(0)
+ * once the main thread is gone and only the runtime's threads are left,
+ * so the exit handlers run and the profile at exit is written.
+ */
+void dumper_main_left(void);
 /* Wake the dumper thread (async-signal-safe; control.c's start_on). */
 void dumper_wake(void);
 /* From a signal handler (async-signal-safe): ask the dumper thread for a
