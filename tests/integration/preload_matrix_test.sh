@@ -6,7 +6,10 @@
 # exit with the status and print the bytes (stdout and stderr) of the same
 # program over the same allocator alone, and leave profiles that decode.
 # The workloads are small so the 60 runs stay within a couple of minutes
-# at rate 1. AP_TEST_PRELOAD: needs the runtime.
+# at rate 1. A run still going after 120 s fails the test with the stack
+# of every thread of its processes (one git run over mimalloc at rate=1
+# did, once in six full runs on 2026-11-29, and did not again in 180).
+# AP_TEST_PRELOAD: needs the runtime.
 . "$(dirname "$0")/preload_smoke_test.sh"
 
 export HOME=$TMP PYTHONHASHSEED=0 GIT_CONFIG_NOSYSTEM=1 LC_ALL=C
@@ -71,6 +74,42 @@ run_prog() {
 	esac
 }
 
+# watched SECONDS CMD...: CMD with a time limit (status 124 past it), but
+# first every thread's stack of CMD's processes goes to stderr (gdb, when
+# installed; else the kernel's wait channel), so a hang says where it waits.
+watched() {
+	local secs=$1 n=0 st=0
+	shift
+	"$@" &
+	local pid=$!
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt $((secs * 10)) ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		local all=$pid more p
+		more=$pid
+		while [ -n "$more" ]; do
+			more=$(ps -e -o pid=,ppid= | awk -v s=" $more " 'index(s, " " $2 " ") { print $1 }' | xargs)
+			all="$all $more"
+		done
+		echo "--- still running after ${secs} s: every thread's stack" >&2
+		for p in $all; do
+			echo "--- pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" >&2
+			if command -v gdb >/dev/null; then
+				gdb -q -batch -p "$p" -ex "thread apply all bt 30" 2>&1 | grep -E '^(#|Thread)' >&2
+			else
+				grep -H . /proc/"$p"/task/*/wchan >&2 2>/dev/null
+			fi
+		done
+		kill -9 $all 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 124
+	fi
+	wait "$pid" || st=$?
+	return $st
+}
+
 # one ALLOC_NAME ALLOC_PATH PROG RATE: the program over the allocator alone,
 # then under the runtime over the same allocator.
 one() {
@@ -82,9 +121,10 @@ one() {
 		</dev/null >"$TMP/$name.a.out" 2>"$TMP/$name.a.err" || st_a=$?
 	(cd "$TMP/wd/$name.p" && LD_PRELOAD="$LIB${ap:+ $ap}" \
 		ALLOCPROF_OPTIONS="${opts}seed=7,output=$TMP/prof/$name/p.%p.pb.gz" \
-		bounded 120 "${CMD[@]}") \
+		watched 120 "${CMD[@]}") \
 		</dev/null >"$TMP/$name.p.out" 2>"$TMP/$name.p.err" || st_p=$?
-	[ $st_p != 124 ] || fail "$name: timed out under the runtime"
+	[ $st_p != 124 ] ||
+		fail "$name: timed out under the runtime: $(grep -A400 -e '--- still running' "$TMP/$name.p.err")"
 	[ $st_a = $st_p ] ||
 		fail "$name: exit status $st_p under the runtime, $st_a alone; stderr: $(tail -3 "$TMP/$name.p.err")"
 	cmp -s "$TMP/$name.a.out" "$TMP/$name.p.out" ||
