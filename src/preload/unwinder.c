@@ -367,10 +367,17 @@ static inline int fp_walk(uintptr_t *pcs, int max, const uintptr_t *fp, uintptr_
 	return n;
 }
 
+static int capture_fp_checked(uintptr_t *pcs, int max);
+
 __attribute__((noinline)) static int capture_fp(uintptr_t *pcs, int max)
 {
 	if (bounds_unknown())
 		stack_bounds();
+	/* The walk bounded by the thread's stack finds nothing while its
+	 * extent is unknown (not found, or put off inside
+	 * pthread_getattr_np): the checked walk needs none. */
+	if (stack_hi <= 1)
+		return capture_fp_checked(pcs, max);
 	const uintptr_t *stop;
 	return fp_walk(pcs, max, __builtin_frame_address(0), stack_lo, stack_hi, NULL, &stop);
 }
@@ -1286,11 +1293,6 @@ const uintptr_t *unwind_capture_own(unwinder_kind k, int max, int *depth)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	bool on_alt;
 	bool small = stack_room(sp, &on_alt) < UNWIND_STACK_NEED;
-	/* The frame-pointer walk bounded by the thread's stack finds nothing
-	 * while its extent is unknown (not found, or put off inside
-	 * pthread_getattr_np): the checked walk needs none. */
-	if (k == UNWINDER_FP && stack_lo == 1 && stack_hi == 1)
-		k = UNWINDER_FP_CHECKED;
 	/* Not in a handler on the alternate signal stack (a crash reporter's,
 	 * maybe after a stack overflow): libunwind would go on into the
 	 * interrupted frames, reading where their unwind information says
